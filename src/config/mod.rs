@@ -1,0 +1,12 @@
+//! Configuration: `Options`, `redis://` URLs and option strings.
+//!
+//! Owns: turning user text into `Options` and back. Must never: print a secret, or
+//! accept an unknown key or a bad value silently.
+
+mod options;
+mod parse;
+
+pub use options::{
+    BacklogPolicy, Endpoint, MaintNotifications, MovingEndpointType, Options, OptionsBuilder,
+    Protocol, Secret, TlsOptions,
+};
