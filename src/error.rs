@@ -204,8 +204,7 @@ impl Error {
         if kind == ErrorKind::Server && is_unknown_command(message) {
             kind = ErrorKind::UnknownCommand;
         }
-        if kind == ErrorKind::Server && code == "ERR" && message.contains("Error running script")
-        {
+        if kind == ErrorKind::Server && code == "ERR" && message.contains("Error running script") {
             kind = ErrorKind::Script;
         }
         Error::new(kind, message.to_string())

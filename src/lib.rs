@@ -1,10 +1,26 @@
-//! resilient-redis: a synchronous, thread-based Redis client.
+//! resilient-redis: a synchronous, thread-based Redis client that keeps a service
+//! served through region outages, failovers and planned maintenance.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+mod client;
+pub mod clock;
+mod commands;
 pub mod config;
+pub(crate) mod connection;
 mod error;
 pub mod resp;
 
+pub use client::{Client, ClientEvent, IntoOptions, EVENT_QUEUE_BOUND};
+pub use commands::{
+    ArgWriter, Batch, Cmd, CmdBuilder, CommandFlags, Commands, Database, FromValue, Handle,
+    RetryCategory, StringCommands, ToArgs, Transaction,
+};
 pub use config::{Endpoint, Options};
 pub use error::{Error, ErrorKind, FailureKind, MaintenanceKind, Result};
+
+/// Everything needed to call typed commands: `use resilient_redis::prelude::*;`.
+pub mod prelude {
+    pub use crate::commands::{Commands, FromValue, StringCommands, ToArgs};
+    pub use crate::{Client, Database, Options};
+}

@@ -16,7 +16,11 @@ pub struct Limits {
 
 impl Default for Limits {
     fn default() -> Limits {
-        Limits { max_bulk_len: 512 * 1024 * 1024, max_aggregate_len: 1 << 28, max_depth: 128 }
+        Limits {
+            max_bulk_len: 512 * 1024 * 1024,
+            max_aggregate_len: 1 << 28,
+            max_depth: 128,
+        }
     }
 }
 
@@ -28,15 +32,27 @@ pub struct Decoder {
 
 impl Decoder {
     /// A decoder with default limits.
-    pub fn new() -> Decoder { Decoder::default() }
+    pub fn new() -> Decoder {
+        Decoder::default()
+    }
     /// A decoder with the given limits.
-    pub fn with_limits(limits: Limits) -> Decoder { Decoder { _limits: limits } }
+    pub fn with_limits(limits: Limits) -> Decoder {
+        Decoder { _limits: limits }
+    }
     /// Appends bytes.
-    pub fn feed(&mut self, _bytes: &[u8]) { todo!() }
+    pub fn feed(&mut self, _bytes: &[u8]) {
+        todo!()
+    }
     /// Next complete frame.
-    pub fn decode(&mut self) -> Result<Option<Value>> { todo!() }
+    pub fn decode(&mut self) -> Result<Option<Value>> {
+        todo!()
+    }
     /// Reads once from `r`.
-    pub fn read_from<R: Read + ?Sized>(&mut self, _r: &mut R) -> io::Result<usize> { todo!() }
+    pub fn read_from<R: Read + ?Sized>(&mut self, _r: &mut R) -> io::Result<usize> {
+        todo!()
+    }
     /// Bytes buffered and not yet decoded.
-    pub fn buffered(&self) -> usize { 0 }
+    pub fn buffered(&self) -> usize {
+        0
+    }
 }

@@ -1,0 +1,181 @@
+//! Dedicated connections for blocking commands (BLPOP, XREAD BLOCK, WAIT ...), leased
+//! one per call so a command that blocks on the server never stalls the shared
+//! multiplexed connection.
+//!
+//! The client-side timeout is the caller's timeout plus the block time asked of the
+//! server. A blocking call that times out on our side closes its connection: left
+//! open, the server could still pop an element for a caller who is gone, and the
+//! element would be lost.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use parking_lot::{Condvar, Mutex};
+
+use crate::connection::slot::Outcome;
+use crate::connection::{deadline_after, Connection, ConnectionConfig, RequestError};
+use crate::error::{Error, ErrorKind, FailureKind, Result};
+use crate::resp::Value;
+
+struct PoolState {
+    idle: Vec<Arc<Connection>>,
+    /// Connections in use, kept so `close` can end a call blocked forever.
+    in_use: Vec<Arc<Connection>>,
+    /// Leased plus being opened.
+    leased: usize,
+}
+
+pub(crate) struct BlockingPool {
+    config: ConnectionConfig,
+    state: Mutex<PoolState>,
+    released: Condvar,
+    closed: AtomicBool,
+}
+
+impl BlockingPool {
+    pub(crate) fn new(mut config: ConnectionConfig) -> BlockingPool {
+        config.role = "-blocking";
+        // Push frames on a leased connection have no subscriber to go to.
+        config.on_push = None;
+        config.on_failure = None;
+        BlockingPool {
+            config,
+            state: Mutex::new(PoolState {
+                idle: Vec::new(),
+                in_use: Vec::new(),
+                leased: 0,
+            }),
+            released: Condvar::new(),
+            closed: AtomicBool::new(false),
+        }
+    }
+
+    fn bound(&self) -> usize {
+        self.config.options.blocking_pool_size.max(1)
+    }
+
+    /// Runs one blocking command frame: `timeout` is the caller's, `block` the server's.
+    pub(crate) fn run(&self, frame: &[u8], timeout: Duration, block: Duration) -> Result<Value> {
+        let start = Instant::now();
+        // BLPOP ... 0 blocks forever on the server: then so may we.
+        let total = if block.is_zero() {
+            Duration::MAX
+        } else {
+            timeout.saturating_add(block)
+        };
+        let deadline = deadline_after(start, total);
+        let conn = self.lease(deadline_after(start, timeout))?;
+        let left = deadline.saturating_duration_since(Instant::now());
+        match conn.request(frame, 1, left, true) {
+            Ok(Outcome::One(v)) => {
+                self.give_back(conn);
+                Ok(v)
+            }
+            Ok(Outcome::Failed(e))
+            | Err(RequestError::Failed(e))
+            | Err(RequestError::Unsent(e)) => {
+                conn.close(FailureKind::ClosedByClient);
+                self.forget(conn);
+                Err(e)
+            }
+            Ok(Outcome::Many(_)) => {
+                conn.close(FailureKind::ProtocolFailure);
+                self.forget(conn);
+                Err(Error::new(
+                    ErrorKind::Protocol,
+                    "several replies to one command",
+                ))
+            }
+        }
+    }
+
+    fn lease(&self, deadline: Instant) -> Result<Arc<Connection>> {
+        let mut st = self.state.lock();
+        loop {
+            if self.closed.load(Ordering::Acquire) {
+                return Err(Error::new(ErrorKind::Closed, "the client is closed"));
+            }
+            while let Some(conn) = st.idle.pop() {
+                if !conn.is_closed() {
+                    st.leased += 1;
+                    st.in_use.push(conn.clone());
+                    return Ok(conn);
+                }
+            }
+            if st.leased < self.bound() {
+                st.leased += 1;
+                drop(st);
+                // Connecting here runs on the caller's own thread, inside its own call.
+                return match Connection::open(&self.config) {
+                    Ok(conn) => {
+                        let conn = Arc::new(conn);
+                        let mut st = self.state.lock();
+                        st.in_use.push(conn.clone());
+                        if self.closed.load(Ordering::Acquire) {
+                            conn.close(FailureKind::ClosedByClient);
+                        }
+                        Ok(conn)
+                    }
+                    Err(e) => {
+                        self.state.lock().leased -= 1;
+                        self.released.notify_one();
+                        Err(e)
+                    }
+                };
+            }
+            if self.released.wait_until(&mut st, deadline).timed_out() {
+                return Err(Error::new(
+                    ErrorKind::Timeout,
+                    format!("all {} blocking connections are busy", self.bound()),
+                )
+                .with_endpoint(self.config.endpoint.to_string()));
+            }
+        }
+    }
+
+    fn give_back(&self, conn: Arc<Connection>) {
+        let mut st = self.state.lock();
+        st.leased -= 1;
+        st.in_use.retain(|c| !Arc::ptr_eq(c, &conn));
+        if self.closed.load(Ordering::Acquire) || conn.is_closed() {
+            drop(st);
+            finish(conn);
+        } else {
+            st.idle.push(conn);
+        }
+        self.released.notify_one();
+    }
+
+    fn forget(&self, conn: Arc<Connection>) {
+        {
+            let mut st = self.state.lock();
+            st.leased -= 1;
+            st.in_use.retain(|c| !Arc::ptr_eq(c, &conn));
+        }
+        finish(conn);
+        self.released.notify_one();
+    }
+
+    /// Closes idle connections and fails calls in progress; their threads end.
+    pub(crate) fn close(&self) {
+        self.closed.store(true, Ordering::Release);
+        let (idle, in_use) = {
+            let mut st = self.state.lock();
+            (std::mem::take(&mut st.idle), st.in_use.clone())
+        };
+        for conn in in_use {
+            conn.close(FailureKind::ClosedByClient);
+        }
+        for conn in idle {
+            finish(conn);
+        }
+        self.released.notify_all();
+    }
+}
+
+/// Closes a connection and waits for its threads.
+fn finish(conn: Arc<Connection>) {
+    conn.close(FailureKind::ClosedByClient);
+    conn.join();
+}

@@ -1,0 +1,185 @@
+//! The supervisor: the one thread per client that runs timed work: reconnects with
+//! exponential back-off and jitter, heartbeats on idle connections, and the check
+//! that fails a connection which stopped answering.
+//!
+//! Reader and writer threads never sleep or reconnect; everything timed is here.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{Receiver, RecvTimeoutError};
+
+use super::events::ClientEvent;
+use super::node::Node;
+use crate::connection::Connection;
+use crate::error::FailureKind;
+use crate::resp::{write_arg, write_command_header};
+
+/// What wakes the supervisor early.
+pub(crate) enum Wake {
+    /// A connection failed: reconnect now rather than at the next tick.
+    ConnectionLost,
+    /// The client is closing.
+    Shutdown,
+}
+
+/// Extra time past a request's timeout, with nothing read, before the connection is
+/// declared dead: the caller has already been told; this only bounds how long a
+/// silent socket is kept.
+const DEAD_GRACE: Duration = Duration::from_millis(500);
+
+pub(crate) fn run(nodes: Vec<Arc<Node>>, wake: Receiver<Wake>) {
+    let tick = nodes
+        .first()
+        .map(|n| {
+            (n.config.options.keep_alive / 4)
+                .clamp(Duration::from_millis(50), Duration::from_millis(250))
+        })
+        .unwrap_or(Duration::from_millis(250));
+    let mut heartbeats: Vec<Option<Arc<crate::connection::slot::Slot>>> = vec![None; nodes.len()];
+    loop {
+        for (node, heartbeat) in nodes.iter().zip(heartbeats.iter_mut()) {
+            if node.is_closed() {
+                return;
+            }
+            match node.current() {
+                Some(conn) => watch(node, &conn, heartbeat),
+                None => reconnect_if_due(node),
+            }
+        }
+        let next = nodes
+            .iter()
+            .filter_map(|n| n.reconnect.lock().next_at)
+            .map(|at| at.saturating_duration_since(Instant::now()))
+            .min()
+            .map_or(tick, |d| d.min(tick));
+        match wake.recv_timeout(next) {
+            Ok(Wake::Shutdown) | Err(RecvTimeoutError::Disconnected) => return,
+            Ok(Wake::ConnectionLost) | Err(RecvTimeoutError::Timeout) => {}
+        }
+    }
+}
+
+/// Heartbeat on an idle connection, and failing one that stopped answering.
+fn watch(
+    node: &Node,
+    conn: &Connection,
+    heartbeat: &mut Option<Arc<crate::connection::slot::Slot>>,
+) {
+    if conn.is_unresponsive(DEAD_GRACE) {
+        log::warn!(
+            "{}: no answer within the timeout, closing the connection",
+            node.endpoint
+        );
+        conn.close(FailureKind::Timeout);
+        return;
+    }
+    if let Some(slot) = heartbeat {
+        if slot.try_take().is_none() {
+            return;
+        }
+        *heartbeat = None;
+    }
+    let options = &node.config.options;
+    if conn.idle_for() >= options.keep_alive && !conn.has_pending() {
+        let mut frame = Vec::with_capacity(14);
+        write_command_header(&mut frame, 1);
+        write_arg(&mut frame, b"PING");
+        // Heartbeats are never relaxed: a dead server must be noticed during maintenance too.
+        let timeout = options.keep_alive.min(options.command_timeout);
+        *heartbeat = conn.request_detached(&frame, timeout).ok();
+    }
+}
+
+fn reconnect_if_due(node: &Node) {
+    let now = Instant::now();
+    {
+        let st = node.reconnect.lock();
+        if st.next_at.is_some_and(|at| at > now) {
+            return;
+        }
+    }
+    match Connection::open(&node.config) {
+        Ok(conn) => {
+            let restored = {
+                let mut st = node.reconnect.lock();
+                let restored = st.was_connected;
+                st.attempt = 0;
+                st.next_at = None;
+                st.was_connected = true;
+                restored
+            };
+            node.install(conn);
+            log::info!("{}: connected", node.endpoint);
+            if restored {
+                node.events.publish(ClientEvent::ConnectionRestored {
+                    endpoint: node.endpoint.clone(),
+                });
+            }
+        }
+        Err(error) => {
+            let mut st = node.reconnect.lock();
+            st.attempt = st.attempt.saturating_add(1);
+            let options = &node.config.options;
+            let delay = backoff(
+                st.attempt,
+                options.reconnect_min_delay,
+                options.reconnect_max_delay,
+                jitter_fraction(),
+            );
+            st.next_at = Some(Instant::now() + delay);
+            log::debug!(
+                "{}: reconnect attempt {} failed ({error}); next in {delay:?}",
+                node.endpoint,
+                st.attempt
+            );
+            node.events.publish(ClientEvent::ReconnectFailed {
+                endpoint: node.endpoint.clone(),
+                attempt: st.attempt,
+                error,
+            });
+        }
+    }
+}
+
+/// Delay before reconnect attempt `attempt + 1`: `min * 2^(attempt-1)` capped at `max`,
+/// then scaled by a jitter in [0.5, 1.0] so a fleet of clients does not reconnect in
+/// lock-step after a shared outage.
+pub(crate) fn backoff(attempt: u32, min: Duration, max: Duration, jitter: f64) -> Duration {
+    let exp = attempt.saturating_sub(1).min(30);
+    let raw = min.saturating_mul(1u32 << exp).min(max);
+    raw.mul_f64(0.5 + 0.5 * jitter.clamp(0.0, 1.0))
+}
+
+/// A pseudo-random fraction in [0, 1): jitter only needs to differ between clients
+/// and attempts, not to be unpredictable.
+pub(crate) fn jitter_fraction() -> f64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u128(Instant::now().elapsed().as_nanos());
+    (h.finish() >> 11) as f64 / (1u64 << 53) as f64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_doubles_caps_and_jitters_down() {
+        let (min, max) = (Duration::from_millis(100), Duration::from_millis(5000));
+        assert_eq!(backoff(1, min, max, 1.0), Duration::from_millis(100));
+        assert_eq!(backoff(2, min, max, 1.0), Duration::from_millis(200));
+        assert_eq!(backoff(4, min, max, 1.0), Duration::from_millis(800));
+        assert_eq!(backoff(20, min, max, 1.0), max);
+        assert_eq!(backoff(u32::MAX, min, max, 1.0), max);
+        assert_eq!(backoff(1, min, max, 0.0), Duration::from_millis(50));
+    }
+
+    #[test]
+    fn jitter_is_a_fraction() {
+        for _ in 0..100 {
+            let j = jitter_fraction();
+            assert!((0.0..1.0).contains(&j));
+        }
+    }
+}

@@ -1,0 +1,65 @@
+//! Time as a dependency: timing logic (back-off, heartbeats, relaxed windows, failback
+//! delay) asks a `Clock`, so tests can move time by hand instead of sleeping.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
+
+/// A source of `Instant`s.
+pub trait Clock: Send + Sync + std::fmt::Debug {
+    /// The current instant.
+    fn now(&self) -> Instant;
+}
+
+/// The real monotonic clock.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now(&self) -> Instant {
+        Instant::now()
+    }
+}
+
+/// A clock that only moves when told to: for tests of timing arithmetic.
+///
+/// ```
+/// use resilient_redis::clock::{Clock, ManualClock};
+/// use std::time::Duration;
+/// let clock = ManualClock::new();
+/// let t0 = clock.now();
+/// clock.advance(Duration::from_secs(5));
+/// assert_eq!(clock.now() - t0, Duration::from_secs(5));
+/// ```
+#[derive(Debug, Clone)]
+pub struct ManualClock(Arc<Mutex<Instant>>);
+
+impl ManualClock {
+    /// A manual clock starting now.
+    pub fn new() -> ManualClock {
+        ManualClock(Arc::new(Mutex::new(Instant::now())))
+    }
+
+    /// Moves the clock forward.
+    pub fn advance(&self, by: Duration) {
+        *self.0.lock() += by;
+    }
+}
+
+impl Default for ManualClock {
+    fn default() -> ManualClock {
+        ManualClock::new()
+    }
+}
+
+impl Clock for ManualClock {
+    fn now(&self) -> Instant {
+        *self.0.lock()
+    }
+}
+
+/// The clock used when none is given.
+pub fn system() -> Arc<dyn Clock> {
+    Arc::new(SystemClock)
+}

@@ -1,0 +1,178 @@
+//! `Cmd`: one command, encoded as its arguments are added, kept whole so it can be
+//! sent again (a redirect, a retry) without re-encoding.
+
+use std::borrow::Cow;
+use std::ops::Range;
+use std::time::Duration;
+
+use super::flags::{CommandFlags, RetryCategory};
+use super::to_args::ToArgs;
+use crate::resp::write_arg;
+
+/// Room kept at the front of the buffer for the `*argc\r\n` header, written last, so
+/// the frame is one contiguous slice with no copy (20 digits + `*` + CRLF fits).
+const HEADER_ROOM: usize = 24;
+
+/// One encoded command.
+///
+/// ```
+/// use resilient_redis::Cmd;
+/// let cmd = Cmd::new("SET").key("k").arg("v");
+/// assert_eq!(cmd.frame(), b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$1\r\nv\r\n");
+/// ```
+#[derive(Clone, Debug)]
+pub struct Cmd {
+    buf: Vec<u8>,
+    header_start: usize,
+    argc: usize,
+    name: Cow<'static, str>,
+    category: RetryCategory,
+    keys: Vec<Range<usize>>,
+    block: Option<Duration>,
+}
+
+impl Cmd {
+    /// A command with the given name (sent as given) and retry category `Never`.
+    pub fn new(name: impl Into<Cow<'static, str>>) -> Cmd {
+        let name = name.into();
+        let mut buf = Vec::with_capacity(HEADER_ROOM + 16 + name.len() * 2);
+        buf.resize(HEADER_ROOM, 0);
+        let mut cmd = Cmd {
+            buf,
+            header_start: HEADER_ROOM,
+            argc: 0,
+            name: Cow::Borrowed(""),
+            category: RetryCategory::Never,
+            keys: Vec::new(),
+            block: None,
+        };
+        // Subcommand names ("CLIENT SETNAME") are sent as separate arguments.
+        for part in name.split(' ').filter(|p| !p.is_empty()) {
+            write_arg(&mut cmd.buf, part.as_bytes());
+            cmd.argc += 1;
+        }
+        cmd.name = name;
+        cmd.seal();
+        cmd
+    }
+
+    /// A typed command with its retry category.
+    pub(crate) fn typed(name: &'static str, category: RetryCategory) -> Cmd {
+        let mut cmd = Cmd::new(name);
+        cmd.category = category;
+        cmd
+    }
+
+    /// Appends argument(s).
+    pub fn arg(mut self, arg: impl ToArgs) -> Cmd {
+        self.push_arg(arg);
+        self
+    }
+
+    /// Appends argument(s) that are keys (used for cluster routing).
+    pub fn key(mut self, key: impl ToArgs) -> Cmd {
+        self.push_key(key);
+        self
+    }
+
+    /// Appends argument(s) in place.
+    pub fn push_arg(&mut self, arg: impl ToArgs) {
+        let mut w = ArgWriter {
+            buf: &mut self.buf,
+            argc: 0,
+        };
+        arg.write_args(&mut w);
+        self.argc += w.argc;
+        self.seal();
+    }
+
+    /// Appends key argument(s) in place.
+    pub fn push_key(&mut self, key: impl ToArgs) {
+        let start = self.buf.len();
+        self.push_arg(key);
+        self.keys.push(start..self.buf.len());
+    }
+
+    /// States the retry category through flags.
+    pub fn flags(mut self, flags: CommandFlags) -> Cmd {
+        if let Some(c) = flags.retry_category() {
+            self.category = c;
+        }
+        self
+    }
+
+    /// Marks this a blocking command that asks the server to block for `block`
+    /// (`Duration::ZERO`: forever). It then runs on a dedicated connection and its
+    /// client-side timeout is the caller's timeout plus `block`.
+    pub fn blocking(mut self, block: Duration) -> Cmd {
+        self.block = Some(block);
+        self
+    }
+
+    /// The command name as given.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The retry category.
+    pub fn retry_category(&self) -> RetryCategory {
+        self.category
+    }
+
+    /// The server-side block time of a blocking command.
+    pub fn block_time(&self) -> Option<Duration> {
+        self.block
+    }
+
+    /// The encoded frame, ready for the wire.
+    pub fn frame(&self) -> &[u8] {
+        &self.buf[self.header_start..]
+    }
+
+    /// The encoded key arguments (each as `$len\r\nkey\r\n`), for routing.
+    pub(crate) fn key_args(&self) -> impl Iterator<Item = &[u8]> {
+        self.keys.iter().map(|r| &self.buf[r.clone()])
+    }
+
+    /// Rewrites the header for the current argument count.
+    fn seal(&mut self) {
+        let mut digits = [0u8; 20];
+        let mut n = self.argc;
+        let mut i = digits.len();
+        loop {
+            i -= 1;
+            digits[i] = b'0' + (n % 10) as u8;
+            n /= 10;
+            if n == 0 {
+                break;
+            }
+        }
+        let len = 1 + (digits.len() - i) + 2;
+        let start = HEADER_ROOM - len;
+        self.buf[start] = b'*';
+        self.buf[start + 1..HEADER_ROOM - 2].copy_from_slice(&digits[i..]);
+        self.buf[HEADER_ROOM - 2] = b'\r';
+        self.buf[HEADER_ROOM - 1] = b'\n';
+        self.header_start = start;
+    }
+}
+
+/// Where `ToArgs` implementations write: each `write` is one argument.
+pub struct ArgWriter<'a> {
+    buf: &'a mut Vec<u8>,
+    argc: usize,
+}
+
+impl ArgWriter<'_> {
+    /// Writes one argument.
+    pub fn write(&mut self, arg: &[u8]) {
+        write_arg(self.buf, arg);
+        self.argc += 1;
+    }
+
+    /// Writes one integer argument without allocating.
+    pub fn write_int(&mut self, n: i64) {
+        crate::resp::write_int_arg(self.buf, n);
+        self.argc += 1;
+    }
+}

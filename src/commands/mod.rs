@@ -1,0 +1,36 @@
+//! Commands: the `Database` handle, the `Cmd` builder, batches and transactions,
+//! typed commands by family, and the conversions to and from Redis values.
+//!
+//! Owns: what a command is and what its reply becomes. Must never: know which
+//! connection carries a command (that is the router's business).
+
+mod batch;
+mod cmd;
+mod database;
+mod flags;
+mod from_value;
+mod to_args;
+
+mod strings;
+
+pub use batch::{Batch, Handle, Transaction};
+pub use cmd::{ArgWriter, Cmd};
+pub(crate) use database::Router;
+pub use database::{CmdBuilder, Database};
+pub use flags::{CommandFlags, RetryCategory};
+pub use from_value::FromValue;
+pub use strings::StringCommands;
+pub use to_args::ToArgs;
+
+/// What the typed command traits are built on: something that can run a `Cmd`.
+///
+/// On a [`Database`] running a command returns its converted reply; on a [`Batch`] or
+/// [`Transaction`] it queues the command and returns a [`Handle`]. Typed commands
+/// (`get`, `set`, `hset` ...) come from the family traits, all in [`crate::prelude`].
+pub trait Commands {
+    /// What running a command yields.
+    type Out<T: FromValue>;
+
+    /// Runs (or queues) one command.
+    fn run<T: FromValue>(&self, cmd: Cmd) -> Self::Out<T>;
+}

@@ -1,0 +1,427 @@
+//! One physical connection: socket (+TLS), handshake, a writer thread, a reader thread,
+//! and the FIFO of callers waiting for replies.
+//!
+//! Owns: getting frames onto the wire in order and each reply to the caller that sent
+//! the matching request. Must never: sleep, resolve names or call REST on the reader or
+//! writer thread; let a late reply reach another caller; lose a waiter (every pending
+//! entry ends completed, failed or abandoned).
+
+mod handshake;
+mod reader;
+pub(crate) mod slot;
+pub(crate) mod timeouts;
+pub(crate) mod tls;
+pub(crate) mod transport;
+mod writer;
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::thread::{self, JoinHandle};
+use std::time::{Duration, Instant};
+
+use parking_lot::{Condvar, Mutex};
+
+use crate::config::{Endpoint, Options, Protocol};
+use crate::error::{Error, ErrorKind, FailureKind, Result};
+use crate::resp::{Decoder, Value};
+use slot::{Outcome, Slot, Waited};
+use timeouts::ServerTimeouts;
+use tls::TlsSetup;
+use transport::{ShutdownHandle, Transport, WriteHalf};
+
+/// Called with every push frame (pub/sub, maintenance) the connection receives.
+pub(crate) type PushHandler = Arc<dyn Fn(&ConnectionInfo, Value) + Send + Sync>;
+/// Called once when the connection fails or is closed.
+pub(crate) type FailureHandler = Arc<dyn Fn(&ConnectionInfo, FailureKind, &Error) + Send + Sync>;
+
+/// Everything needed to open a connection to one server.
+#[derive(Clone)]
+pub(crate) struct ConnectionConfig {
+    pub endpoint: Endpoint,
+    pub options: Arc<Options>,
+    pub tls: Option<Arc<TlsSetup>>,
+    pub timeouts: Arc<ServerTimeouts>,
+    pub on_push: Option<PushHandler>,
+    pub on_failure: Option<FailureHandler>,
+    /// What the connection serves, for thread names (`rr-read`, `rr-read-blocking`).
+    pub role: &'static str,
+}
+
+/// Identity of a connection, handed to hooks.
+#[derive(Debug, Clone)]
+pub(crate) struct ConnectionInfo {
+    pub id: u64,
+    pub endpoint: Endpoint,
+    pub protocol: Protocol,
+}
+
+/// A request waiting for its replies.
+pub(crate) struct Pending {
+    slot: Arc<Slot>,
+    expected: usize,
+    sent_ms: u64,
+    timeout: Duration,
+    caller_work: bool,
+}
+
+struct Outgoing {
+    buf: Vec<u8>,
+    spare: Vec<u8>,
+    busy: bool,
+    closed: bool,
+}
+
+pub(crate) struct Shared {
+    info: ConnectionInfo,
+    endpoint_text: String,
+    out: Mutex<Outgoing>,
+    writer_wake: Condvar,
+    socket: Mutex<WriteHalf>,
+    pending: Mutex<VecDeque<Pending>>,
+    closed: AtomicBool,
+    failure: Mutex<Option<FailureKind>>,
+    shutdown: ShutdownHandle,
+    epoch: Instant,
+    last_read_ms: AtomicU64,
+    last_write_ms: AtomicU64,
+    caller_inflight: AtomicUsize,
+    timeouts: Arc<ServerTimeouts>,
+    on_push: Option<PushHandler>,
+    on_failure: Option<FailureHandler>,
+}
+
+/// A live connection. Cheap to share behind an `Arc`; closing it ends both threads.
+pub(crate) struct Connection {
+    shared: Arc<Shared>,
+    threads: Mutex<Vec<JoinHandle<()>>>,
+}
+
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+impl Connection {
+    /// Connects, performs TLS and the handshake, then starts the reader and writer.
+    pub(crate) fn open(cfg: &ConnectionConfig) -> Result<Connection> {
+        let endpoint_text = cfg.endpoint.to_string();
+        let deadline = Instant::now() + cfg.options.connect_timeout;
+        let with_endpoint = |e: Error| e.with_endpoint(endpoint_text.clone());
+        let stream = transport::connect_tcp(&cfg.endpoint, cfg.options.connect_timeout)
+            .map_err(with_endpoint)?;
+        let left = deadline.saturating_duration_since(Instant::now());
+        let mut transport = Transport::establish(stream, cfg.tls.as_deref(), left.max(ms(1)))
+            .map_err(with_endpoint)?;
+        let mut decoder = Decoder::new();
+        let hs =
+            handshake::run(&mut transport, &mut decoder, &cfg.options, deadline).map_err(|e| {
+                transport.shutdown.shutdown();
+                with_endpoint(e)
+            })?;
+        let info = ConnectionInfo {
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+            endpoint: cfg.endpoint.clone(),
+            protocol: hs.protocol,
+        };
+        let Transport {
+            read,
+            write,
+            shutdown,
+            ..
+        } = transport;
+        let shared = Arc::new(Shared {
+            info,
+            endpoint_text,
+            out: Mutex::new(Outgoing {
+                buf: Vec::with_capacity(16 * 1024),
+                spare: Vec::with_capacity(16 * 1024),
+                busy: false,
+                closed: false,
+            }),
+            writer_wake: Condvar::new(),
+            socket: Mutex::new(write),
+            pending: Mutex::new(VecDeque::with_capacity(64)),
+            closed: AtomicBool::new(false),
+            failure: Mutex::new(None),
+            shutdown,
+            epoch: Instant::now(),
+            last_read_ms: AtomicU64::new(0),
+            last_write_ms: AtomicU64::new(0),
+            caller_inflight: AtomicUsize::new(0),
+            timeouts: cfg.timeouts.clone(),
+            on_push: cfg.on_push.clone(),
+            on_failure: cfg.on_failure.clone(),
+        });
+        for push in hs.early_pushes {
+            shared.dispatch_push(push);
+        }
+        let name = |what: &str| format!("rr-{what}{} {}", cfg.role, shared.endpoint_text);
+        let mut threads = Vec::with_capacity(2);
+        let s = shared.clone();
+        threads.push(spawn(name("read"), move || reader::run(s, decoder, read))?);
+        let s = shared.clone();
+        match spawn(name("write"), move || writer::run(s)) {
+            Ok(t) => threads.push(t),
+            Err(e) => {
+                shared.fail(FailureKind::ConnectFailed, e.clone());
+                return Err(e);
+            }
+        }
+        Ok(Connection {
+            shared,
+            threads: Mutex::new(threads),
+        })
+    }
+
+    /// Sends one encoded request expecting `replies` replies and waits for them.
+    /// `Unsent` means nothing reached the wire (the connection was already closed), so
+    /// the request may be sent elsewhere without risk of running twice.
+    pub(crate) fn request(
+        &self,
+        frame: &[u8],
+        replies: usize,
+        timeout: Duration,
+        caller_work: bool,
+    ) -> std::result::Result<Outcome, RequestError> {
+        let start = Instant::now();
+        let slot = Arc::new(Slot::for_current_thread());
+        self.submit(frame, replies, timeout, caller_work, slot.clone())
+            .map_err(RequestError::Unsent)?;
+        let timeouts = &self.shared.timeouts;
+        match slot.wait(|| deadline_after(start, timeouts.effective(timeout))) {
+            Waited::Ready(outcome) => Ok(outcome),
+            Waited::TimedOut => {
+                let waited = Instant::now() - start;
+                Err(RequestError::Failed(
+                    Error::new(
+                        ErrorKind::Timeout,
+                        format!("no reply within {} ms", waited.as_millis()),
+                    )
+                    .with_endpoint(self.shared.endpoint_text.clone())
+                    .with_maintenance(timeouts.maintenance()),
+                ))
+            }
+        }
+    }
+
+    /// Queues a request whose reply nobody waits for by blocking (heartbeats): the slot
+    /// can be polled, and the dead-connection check watches it like any other.
+    pub(crate) fn request_detached(&self, frame: &[u8], timeout: Duration) -> Result<Arc<Slot>> {
+        let slot = Arc::new(Slot::for_current_thread());
+        self.submit(frame, 1, timeout, false, slot.clone())?;
+        Ok(slot)
+    }
+
+    fn submit(
+        &self,
+        frame: &[u8],
+        replies: usize,
+        timeout: Duration,
+        caller_work: bool,
+        slot: Arc<Slot>,
+    ) -> Result<()> {
+        let shared = &self.shared;
+        let pending = Pending {
+            slot,
+            expected: replies.max(1),
+            sent_ms: shared.now_ms(),
+            timeout,
+            caller_work,
+        };
+        let mut out = shared.out.lock();
+        if out.closed {
+            return Err(shared.closed_error());
+        }
+        if caller_work {
+            shared.caller_inflight.fetch_add(1, Ordering::Relaxed);
+        }
+        // Registered before the bytes can go out, under the same lock that orders the
+        // bytes, so the FIFO of waiters is exactly the order of requests on the wire.
+        shared.pending.lock().push_back(pending);
+        if out.busy {
+            // Whoever is writing looks at the buffer again when it finishes.
+            out.buf.extend_from_slice(frame);
+            return Ok(());
+        }
+        if !out.buf.is_empty() {
+            out.buf.extend_from_slice(frame);
+            drop(out);
+            shared.writer_wake.notify_one();
+            return Ok(());
+        }
+        // Nobody is writing: write our own frame from this thread, saving the writer's
+        // wake-up on the uncontended path; later arrivals queue for the writer thread.
+        out.busy = true;
+        drop(out);
+        let result = shared.socket.lock().write_all(frame);
+        shared.finish_write(result);
+        Ok(())
+    }
+
+    /// Closes the connection on purpose; waiters fail with `ConnectionClosed`.
+    pub(crate) fn close(&self, kind: FailureKind) {
+        let detail = match kind {
+            FailureKind::ClosedByClient => "the connection was closed by the client",
+            FailureKind::CircuitBreaker => "the circuit breaker closed the connection",
+            FailureKind::MaintenanceHandoff => "recycled to follow a maintenance handoff",
+            _ => "the connection was closed",
+        };
+        self.shared
+            .fail(kind, Error::new(ErrorKind::ConnectionClosed, detail));
+    }
+
+    /// Waits for both threads to end (never call from one of them).
+    pub(crate) fn join(&self) {
+        let threads = std::mem::take(&mut *self.threads.lock());
+        let me = thread::current().id();
+        for t in threads {
+            if t.thread().id() != me {
+                let _ = t.join();
+            }
+        }
+    }
+
+    pub(crate) fn is_closed(&self) -> bool {
+        self.shared.closed.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn info(&self) -> &ConnectionInfo {
+        &self.shared.info
+    }
+
+    /// Caller requests in flight (probes, heartbeats and handshakes excluded).
+    pub(crate) fn caller_inflight(&self) -> usize {
+        self.shared.caller_inflight.load(Ordering::Relaxed)
+    }
+
+    /// Time since anything was read or written.
+    pub(crate) fn idle_for(&self) -> Duration {
+        let s = &self.shared;
+        let last = s
+            .last_read_ms
+            .load(Ordering::Relaxed)
+            .max(s.last_write_ms.load(Ordering::Relaxed));
+        ms(s.now_ms().saturating_sub(last))
+    }
+
+    pub(crate) fn has_pending(&self) -> bool {
+        !self.shared.pending.lock().is_empty()
+    }
+
+    /// Whether the connection stopped answering: the oldest request's timeout (as it
+    /// applies now, relaxed or not) has passed with nothing read since it was sent.
+    pub(crate) fn is_unresponsive(&self, grace: Duration) -> bool {
+        let s = &self.shared;
+        let (sent, timeout) = match s.pending.lock().front() {
+            Some(p) => (p.sent_ms, p.timeout),
+            None => return false,
+        };
+        let now = s.now_ms();
+        let limit = s.timeouts.effective(timeout) + grace;
+        now.saturating_sub(sent) > limit.as_millis() as u64
+            && s.last_read_ms.load(Ordering::Relaxed) <= sent
+    }
+}
+
+impl Shared {
+    fn now_ms(&self) -> u64 {
+        self.epoch.elapsed().as_millis() as u64
+    }
+
+    fn closed_error(&self) -> Error {
+        let failure = (*self.failure.lock()).unwrap_or(FailureKind::SocketClosed);
+        Error::new(ErrorKind::ConnectionClosed, "the connection is closed")
+            .with_endpoint(self.endpoint_text.clone())
+            .with_failure(failure)
+            .with_maintenance(self.timeouts.maintenance())
+    }
+
+    /// Ends a write turn; hands anything queued meanwhile to the writer thread.
+    fn finish_write(&self, result: std::io::Result<()>) {
+        self.last_write_ms.store(self.now_ms(), Ordering::Relaxed);
+        let mut out = self.out.lock();
+        out.busy = false;
+        let more = !out.buf.is_empty();
+        drop(out);
+        match result {
+            Ok(()) if more => {
+                self.writer_wake.notify_one();
+            }
+            Ok(()) => {}
+            Err(e) => self.fail(FailureKind::SocketFailure, e.into()),
+        }
+    }
+
+    fn dispatch_push(&self, push: Value) {
+        match &self.on_push {
+            Some(handler) => handler(&self.info, push),
+            None => log::trace!("push frame on {} with no handler", self.endpoint_text),
+        }
+    }
+
+    /// Fails the connection once: refuses new requests, wakes both threads, fails every
+    /// waiter, and tells the owner. Later calls are no-ops (the first reason wins).
+    fn fail(&self, kind: FailureKind, error: Error) {
+        if self.closed.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        *self.failure.lock() = Some(kind);
+        self.out.lock().closed = true;
+        self.writer_wake.notify_all();
+        self.shutdown.shutdown();
+        let error = error
+            .with_endpoint(self.endpoint_text.clone())
+            .with_failure(kind)
+            .with_maintenance(self.timeouts.maintenance());
+        let drained = std::mem::take(&mut *self.pending.lock());
+        for p in drained {
+            if p.caller_work {
+                self.caller_inflight.fetch_sub(1, Ordering::Relaxed);
+            }
+            p.slot.complete(Outcome::Failed(error.clone()));
+        }
+        match kind {
+            FailureKind::ClosedByClient => log::debug!("{}: closed", self.endpoint_text),
+            _ => log::warn!(
+                "{}: connection failed ({kind:?}): {error}",
+                self.endpoint_text
+            ),
+        }
+        if let Some(handler) = &self.on_failure {
+            handler(&self.info, kind, &error);
+        }
+    }
+}
+
+impl Drop for Connection {
+    fn drop(&mut self) {
+        self.close(FailureKind::ClosedByClient);
+        self.join();
+    }
+}
+
+fn spawn(name: String, f: impl FnOnce() + Send + 'static) -> Result<JoinHandle<()>> {
+    thread::Builder::new()
+        .name(name)
+        .spawn(f)
+        .map_err(|e| Error::new(ErrorKind::Io, format!("cannot start a thread: {e}")))
+}
+
+/// `start + d`, saturating far in the future instead of overflowing (`BLPOP 0` waits
+/// "forever", which `Instant` cannot represent).
+pub(crate) fn deadline_after(start: Instant, d: Duration) -> Instant {
+    start
+        .checked_add(d)
+        .unwrap_or_else(|| start + Duration::from_secs(100 * 365 * 24 * 3600))
+}
+
+/// Why a request did not produce an outcome.
+#[derive(Debug)]
+pub(crate) enum RequestError {
+    /// Nothing was written: safe to send elsewhere.
+    Unsent(Error),
+    /// It may have reached the server (timeout, or the connection failed afterwards).
+    Failed(Error),
+}
+
+pub(crate) fn ms(n: u64) -> Duration {
+    Duration::from_millis(n)
+}

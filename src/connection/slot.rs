@@ -1,0 +1,153 @@
+//! A caller's completion slot: where the reader thread leaves the reply (or the error)
+//! and wakes the one thread waiting for it.
+//!
+//! Waking uses `Thread::unpark`, the cheapest wake-up std offers; a caller that gave up
+//! (timed out) marks the slot abandoned and the reader drops the reply when it comes,
+//! so a late reply can never reach another caller.
+
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::thread::{self, Thread};
+use std::time::Instant;
+
+use parking_lot::Mutex;
+
+use crate::error::Error;
+use crate::resp::Value;
+
+const WAITING: u8 = 0;
+const DONE: u8 = 1;
+const ABANDONED: u8 = 2;
+
+/// What a slot receives: one reply, several (a batch), or the error that ended them.
+pub(crate) enum Outcome {
+    One(Value),
+    Many(Vec<Value>),
+    Failed(Error),
+}
+
+pub(crate) struct Slot {
+    state: AtomicU8,
+    outcome: Mutex<Option<Outcome>>,
+    waiter: Thread,
+}
+
+/// How a wait ended.
+pub(crate) enum Waited {
+    Ready(Outcome),
+    TimedOut,
+}
+
+impl Slot {
+    /// A slot for the calling thread to wait on.
+    pub(crate) fn for_current_thread() -> Slot {
+        Slot {
+            state: AtomicU8::new(WAITING),
+            outcome: Mutex::new(None),
+            waiter: thread::current(),
+        }
+    }
+
+    /// Delivers the outcome; dropped silently when the caller already gave up.
+    pub(crate) fn complete(&self, outcome: Outcome) {
+        if self.state.load(Ordering::Acquire) != WAITING {
+            return;
+        }
+        *self.outcome.lock() = Some(outcome);
+        if self
+            .state
+            .compare_exchange(WAITING, DONE, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
+        {
+            self.waiter.unpark();
+        } else {
+            // Abandoned between the two checks: nobody will read it.
+            self.outcome.lock().take();
+        }
+    }
+
+    /// Whether an outcome is ready (non-blocking; used for asynchronous heartbeats).
+    pub(crate) fn try_take(&self) -> Option<Outcome> {
+        if self.state.load(Ordering::Acquire) == DONE {
+            self.outcome.lock().take()
+        } else {
+            None
+        }
+    }
+
+    /// Gives up on the slot: a reply arriving later is discarded.
+    pub(crate) fn abandon(&self) -> Option<Outcome> {
+        match self
+            .state
+            .compare_exchange(WAITING, ABANDONED, Ordering::AcqRel, Ordering::Acquire)
+        {
+            Ok(_) => None,
+            // Completed just before we gave up: take it rather than lose it.
+            Err(_) => self.outcome.lock().take(),
+        }
+    }
+
+    /// Waits until completed or until `deadline()` passes. The deadline is re-read on
+    /// every wake-up so a relaxed timeout that starts while we wait extends the wait.
+    pub(crate) fn wait(&self, mut deadline: impl FnMut() -> Instant) -> Waited {
+        // A short spin catches replies that arrive within a few microseconds without
+        // paying for a park/unpark pair (measured: it is what a loopback round trip takes).
+        for _ in 0..SPIN_ROUNDS {
+            if self.state.load(Ordering::Acquire) == DONE {
+                return self.take_ready();
+            }
+            std::hint::spin_loop();
+        }
+        loop {
+            if self.state.load(Ordering::Acquire) == DONE {
+                return self.take_ready();
+            }
+            let now = Instant::now();
+            let until = deadline();
+            if now >= until {
+                return match self.abandon() {
+                    Some(outcome) => Waited::Ready(outcome),
+                    None => Waited::TimedOut,
+                };
+            }
+            thread::park_timeout(until - now);
+        }
+    }
+
+    fn take_ready(&self) -> Waited {
+        match self.outcome.lock().take() {
+            Some(outcome) => Waited::Ready(outcome),
+            None => Waited::TimedOut,
+        }
+    }
+}
+
+const SPIN_ROUNDS: u32 = 64;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    #[test]
+    fn completion_wakes_the_waiter() {
+        let slot = Arc::new(Slot::for_current_thread());
+        let s2 = slot.clone();
+        let t = thread::spawn(move || s2.complete(Outcome::One(Value::Int(7))));
+        let deadline = Instant::now() + Duration::from_secs(10);
+        match slot.wait(|| deadline) {
+            Waited::Ready(Outcome::One(Value::Int(7))) => {}
+            _ => panic!("expected the reply"),
+        }
+        t.join().unwrap();
+    }
+
+    #[test]
+    fn a_reply_after_abandon_is_dropped() {
+        let slot = Slot::for_current_thread();
+        let past = Instant::now();
+        assert!(matches!(slot.wait(|| past), Waited::TimedOut));
+        slot.complete(Outcome::One(Value::Int(1)));
+        assert!(slot.try_take().is_none());
+    }
+}

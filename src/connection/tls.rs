@@ -1,0 +1,162 @@
+//! Building the rustls client configuration from `TlsOptions`.
+//!
+//! Verification is on unless the user turned it off by name (`sslVerify=false`); that
+//! choice is logged as a warning on every connect so it cannot go unnoticed.
+
+use std::sync::Arc;
+
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::crypto::{verify_tls12_signature, verify_tls13_signature, CryptoProvider};
+use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
+use rustls_pki_types::pem::PemObject;
+use rustls_pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
+
+use crate::config::TlsOptions;
+use crate::error::{Error, ErrorKind, Result};
+
+/// A ready TLS configuration and the name to verify and send as SNI.
+pub(crate) struct TlsSetup {
+    pub config: Arc<ClientConfig>,
+    pub server_name: ServerName<'static>,
+    pub verify: bool,
+}
+
+fn tls_error(detail: impl Into<String>) -> Error {
+    Error::new(ErrorKind::Tls, detail)
+}
+
+fn provider() -> Arc<CryptoProvider> {
+    Arc::new(rustls::crypto::ring::default_provider())
+}
+
+/// Reads the certificates of a PEM file or buffer; an empty result is an error because
+/// a CA file with nothing in it would silently trust nothing.
+fn load_certs(pem: &[u8], what: &str) -> Result<Vec<CertificateDer<'static>>> {
+    let certs: std::result::Result<Vec<_>, _> = CertificateDer::pem_slice_iter(pem).collect();
+    let certs = certs.map_err(|e| tls_error(format!("cannot read {what}: {e}")))?;
+    if certs.is_empty() {
+        return Err(tls_error(format!("{what} holds no certificate")));
+    }
+    Ok(certs)
+}
+
+fn read_file(path: &std::path::Path, what: &str) -> Result<Vec<u8>> {
+    std::fs::read(path).map_err(|e| {
+        Error::new(
+            ErrorKind::Config,
+            format!("cannot read {what} {path:?}: {e}"),
+        )
+    })
+}
+
+/// Builds the configuration for one endpoint host.
+pub(crate) fn setup(tls: &TlsOptions, host: &str) -> Result<TlsSetup> {
+    let builder = ClientConfig::builder_with_provider(provider())
+        .with_safe_default_protocol_versions()
+        .map_err(|e| tls_error(format!("no usable TLS protocol version: {e}")))?;
+
+    let builder = if tls.verify {
+        let mut roots = RootCertStore::empty();
+        let mut custom = Vec::new();
+        if let Some(path) = &tls.ca_file {
+            custom.extend(load_certs(&read_file(path, "CA file")?, "CA file")?);
+        }
+        if let Some(pem) = &tls.ca_pem {
+            custom.extend(load_certs(pem, "trusted issuer")?);
+        }
+        if custom.is_empty() {
+            roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+        } else {
+            for cert in custom {
+                roots
+                    .add(cert)
+                    .map_err(|e| tls_error(format!("unusable CA certificate: {e}")))?;
+            }
+        }
+        builder.with_root_certificates(roots)
+    } else {
+        builder
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(NoVerification(provider())))
+    };
+
+    let config = match (&tls.client_cert_file, &tls.client_key_file) {
+        (Some(cert), Some(key)) => {
+            let chain = load_certs(
+                &read_file(cert, "client certificate")?,
+                "client certificate",
+            )?;
+            let key_pem = read_file(key, "client key")?;
+            let key = PrivateKeyDer::from_pem_slice(&key_pem)
+                .map_err(|e| tls_error(format!("cannot read client key: {e}")))?;
+            builder
+                .with_client_auth_cert(chain, key)
+                .map_err(|e| tls_error(format!("client certificate rejected: {e}")))?
+        }
+        (None, None) => builder.with_no_client_auth(),
+        _ => {
+            return Err(Error::new(
+                ErrorKind::Config,
+                "sslCert and sslKey must be given together",
+            ))
+        }
+    };
+
+    let name = tls.server_name.clone().unwrap_or_else(|| host.to_string());
+    let server_name = ServerName::try_from(name.clone())
+        .map_err(|_| tls_error(format!("'{name}' is not a valid TLS server name")))?;
+    Ok(TlsSetup {
+        config: Arc::new(config),
+        server_name,
+        verify: tls.verify,
+    })
+}
+
+/// Accepts any certificate: only ever installed when `verify` was turned off by name.
+#[derive(Debug)]
+struct NoVerification(Arc<CryptoProvider>);
+
+impl ServerCertVerifier for NoVerification {
+    fn verify_server_cert(
+        &self,
+        _end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _server_name: &ServerName<'_>,
+        _ocsp_response: &[u8],
+        _now: UnixTime,
+    ) -> std::result::Result<ServerCertVerified, rustls::Error> {
+        Ok(ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> std::result::Result<HandshakeSignatureValid, rustls::Error> {
+        verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> std::result::Result<HandshakeSignatureValid, rustls::Error> {
+        verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.0.signature_verification_algorithms.supported_schemes()
+    }
+}

@@ -1,0 +1,269 @@
+//! The byte pipe under one connection: TCP via socket2, optionally wrapped in rustls,
+//! split into a read half (the reader thread) and a write half (writer thread or a
+//! caller writing directly), plus a handle that shuts both down.
+//!
+//! TLS cannot be split natively, so both halves share the rustls state under a mutex
+//! and only hold it for in-memory work: socket reads and writes happen outside it, and
+//! every TLS record goes to the socket under one write lock so records stay in order.
+
+use std::io::{self, Read, Write};
+use std::net::{Shutdown, SocketAddr, TcpStream, ToSocketAddrs};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
+use rustls::ClientConnection;
+use socket2::{Domain, Protocol, SockAddr, Socket, TcpKeepalive, Type};
+
+use super::tls::TlsSetup;
+use crate::config::Endpoint;
+use crate::error::{Error, ErrorKind, Result};
+
+/// The reading side, owned by the reader thread.
+pub(crate) enum ReadHalf {
+    Plain(TcpStream),
+    Tls(TlsReader),
+}
+
+/// The writing side; whoever holds it writes whole frames.
+pub(crate) enum WriteHalf {
+    Plain(TcpStream),
+    Tls(TlsShared),
+}
+
+/// What both TLS halves share.
+#[derive(Clone)]
+pub(crate) struct TlsShared {
+    conn: Arc<Mutex<ClientConnection>>,
+    socket_out: Arc<Mutex<TcpStream>>,
+}
+
+/// The TLS read side: raw bytes from the socket are decrypted into the caller's buffer.
+pub(crate) struct TlsReader {
+    shared: TlsShared,
+    socket_in: TcpStream,
+    raw: Vec<u8>,
+    raw_start: usize,
+    raw_end: usize,
+}
+
+/// A connected, not yet split transport.
+pub(crate) struct Transport {
+    pub(crate) read: ReadHalf,
+    pub(crate) write: WriteHalf,
+    pub(crate) shutdown: ShutdownHandle,
+    pub(crate) peer: SocketAddr,
+}
+
+/// Shuts the socket down, waking a reader blocked in `read` and a writer in `write`.
+#[derive(Clone)]
+pub(crate) struct ShutdownHandle(Arc<TcpStream>);
+
+impl ShutdownHandle {
+    pub(crate) fn shutdown(&self) {
+        let _ = self.0.shutdown(Shutdown::Both);
+    }
+
+    /// Sets (or clears) the read timeout; used only during the handshake.
+    pub(crate) fn set_read_timeout(&self, t: Option<Duration>) -> io::Result<()> {
+        self.0.set_read_timeout(t)
+    }
+}
+
+/// Resolves and connects to `endpoint`, trying each address until one answers
+/// within what is left of `timeout`.
+pub(crate) fn connect_tcp(endpoint: &Endpoint, timeout: Duration) -> Result<TcpStream> {
+    let deadline = Instant::now() + timeout;
+    let addrs: Vec<SocketAddr> = (endpoint.host.as_str(), endpoint.port)
+        .to_socket_addrs()
+        .map_err(|e| Error::new(ErrorKind::Connect, format!("cannot resolve: {e}")))?
+        .collect();
+    if addrs.is_empty() {
+        return Err(Error::new(
+            ErrorKind::Connect,
+            "name resolved to no address",
+        ));
+    }
+    let mut last = None;
+    for addr in addrs {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            break;
+        }
+        match connect_addr(addr, left) {
+            Ok(s) => return Ok(s),
+            Err(e) => last = Some(e),
+        }
+    }
+    let e = last.unwrap_or_else(|| io::Error::new(io::ErrorKind::TimedOut, "connect timed out"));
+    let kind = if e.kind() == io::ErrorKind::TimedOut || e.kind() == io::ErrorKind::WouldBlock {
+        ErrorKind::Timeout
+    } else {
+        ErrorKind::Connect
+    };
+    Err(Error::new(kind, format!("cannot connect: {e}")))
+}
+
+fn connect_addr(addr: SocketAddr, timeout: Duration) -> io::Result<TcpStream> {
+    let socket = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
+    socket.connect_timeout(&SockAddr::from(addr), timeout)?;
+    // Requests are small and latency-bound; Nagle would hold the second of two
+    // pipelined writes for an ACK.
+    socket.set_tcp_nodelay(true)?;
+    // OS keep-alive finds a peer that vanished while we were idle without our traffic.
+    let keepalive = TcpKeepalive::new()
+        .with_time(Duration::from_secs(30))
+        .with_interval(Duration::from_secs(10));
+    socket.set_tcp_keepalive(&keepalive)?;
+    Ok(socket.into())
+}
+
+impl Transport {
+    /// Wraps a connected socket, performing the TLS handshake when asked.
+    pub(crate) fn establish(
+        stream: TcpStream,
+        tls: Option<&TlsSetup>,
+        timeout: Duration,
+    ) -> Result<Transport> {
+        let peer = stream.peer_addr()?;
+        let shutdown = ShutdownHandle(Arc::new(stream.try_clone()?));
+        let Some(tls) = tls else {
+            return Ok(Transport {
+                read: ReadHalf::Plain(stream.try_clone()?),
+                write: WriteHalf::Plain(stream),
+                shutdown,
+                peer,
+            });
+        };
+        if !tls.verify {
+            log::warn!(
+                "TLS certificate verification is OFF for {peer} (sslVerify=false): \
+                 the connection is encrypted but the server is not authenticated"
+            );
+        }
+        let mut conn = ClientConnection::new(tls.config.clone(), tls.server_name.clone())
+            .map_err(|e| Error::new(ErrorKind::Tls, format!("TLS setup failed: {e}")))?;
+        let mut sock = stream.try_clone()?;
+        sock.set_read_timeout(Some(timeout))?;
+        sock.set_write_timeout(Some(timeout))?;
+        while conn.is_handshaking() {
+            conn.complete_io(&mut sock).map_err(|e| {
+                let kind = if matches!(
+                    e.kind(),
+                    io::ErrorKind::TimedOut | io::ErrorKind::WouldBlock
+                ) {
+                    ErrorKind::Timeout
+                } else {
+                    ErrorKind::Tls
+                };
+                Error::new(kind, format!("TLS handshake failed: {e}"))
+            })?;
+        }
+        sock.set_read_timeout(None)?;
+        sock.set_write_timeout(None)?;
+        let shared = TlsShared {
+            conn: Arc::new(Mutex::new(conn)),
+            socket_out: Arc::new(Mutex::new(stream.try_clone()?)),
+        };
+        Ok(Transport {
+            read: ReadHalf::Tls(TlsReader {
+                shared: shared.clone(),
+                socket_in: stream,
+                raw: vec![0; 16 * 1024],
+                raw_start: 0,
+                raw_end: 0,
+            }),
+            write: WriteHalf::Tls(shared),
+            shutdown,
+            peer,
+        })
+    }
+}
+
+impl Read for ReadHalf {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            ReadHalf::Plain(s) => s.read(buf),
+            ReadHalf::Tls(t) => t.read(buf),
+        }
+    }
+}
+
+impl TlsReader {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        loop {
+            {
+                let mut conn = self.shared.conn.lock();
+                match conn.reader().read(buf) {
+                    Ok(n) => return Ok(n),
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                    Err(e) => return Err(e),
+                }
+                // Feed what is already buffered before reading the socket again.
+                if self.raw_start < self.raw_end {
+                    let mut slice = &self.raw[self.raw_start..self.raw_end];
+                    let before = slice.len();
+                    conn.read_tls(&mut slice)?;
+                    self.raw_start += before - slice.len();
+                    conn.process_new_packets()
+                        .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
+                    let wants_write = conn.wants_write();
+                    drop(conn);
+                    if wants_write {
+                        self.shared.flush_tls()?;
+                    }
+                    continue;
+                }
+            }
+            let n = self.socket_in.read(&mut self.raw)?;
+            if n == 0 {
+                return Ok(0);
+            }
+            self.raw_start = 0;
+            self.raw_end = n;
+        }
+    }
+}
+
+impl TlsShared {
+    /// Sends whatever TLS records are ready, under the socket write lock.
+    fn flush_tls(&self) -> io::Result<()> {
+        let mut sock = self.socket_out.lock();
+        let mut out = Vec::new();
+        {
+            let mut conn = self.conn.lock();
+            while conn.wants_write() {
+                conn.write_tls(&mut out)?;
+            }
+        }
+        sock.write_all(&out)
+    }
+
+    fn write_all(&self, mut data: &[u8]) -> io::Result<()> {
+        // Lock order: socket, then TLS state (the reader's flush uses the same order).
+        let mut sock = self.socket_out.lock();
+        let mut out = Vec::with_capacity(data.len() + 64);
+        while !data.is_empty() {
+            {
+                let mut conn = self.conn.lock();
+                let n = conn.writer().write(data)?;
+                data = &data[n..];
+                while conn.wants_write() {
+                    conn.write_tls(&mut out)?;
+                }
+            }
+            sock.write_all(&out)?;
+            out.clear();
+        }
+        Ok(())
+    }
+}
+
+impl WriteHalf {
+    pub(crate) fn write_all(&mut self, data: &[u8]) -> io::Result<()> {
+        match self {
+            WriteHalf::Plain(s) => s.write_all(data),
+            WriteHalf::Tls(t) => t.write_all(data),
+        }
+    }
+}
