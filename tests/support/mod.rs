@@ -1,0 +1,196 @@
+//! Real `redis-server` processes for integration tests: started on ephemeral loopback
+//! ports, killed when dropped (also when a test panics).
+//!
+//! A missing binary fails the test with how to install it. Setting
+//! `RESILIENT_REDIS_SKIP_SERVER_TESTS=1` skips these tests explicitly, and says so.
+#![allow(dead_code)]
+
+use std::net::{TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A running `redis-server`.
+pub struct RedisServer {
+    child: Option<Child>,
+    pub port: u16,
+    pub dir: PathBuf,
+    args: Vec<String>,
+}
+
+/// Whether server tests are skipped on purpose (loudly).
+pub fn skipped() -> bool {
+    if std::env::var("RESILIENT_REDIS_SKIP_SERVER_TESTS").is_ok_and(|v| v == "1") {
+        eprintln!("*** SKIPPED: real redis-server test (RESILIENT_REDIS_SKIP_SERVER_TESTS=1) ***");
+        return true;
+    }
+    false
+}
+
+/// A port nobody listens on right now.
+pub fn free_port() -> u16 {
+    let l = TcpListener::bind("127.0.0.1:0").expect("bind an ephemeral port");
+    l.local_addr().expect("local addr").port()
+}
+
+fn binary() -> String {
+    std::env::var("REDIS_SERVER_BIN").unwrap_or_else(|_| "redis-server".to_string())
+}
+
+/// Waits until `cond` holds or `within` passes; returns whether it held.
+pub fn wait_until(within: Duration, mut cond: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + within;
+    loop {
+        if cond() {
+            return true;
+        }
+        if Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+impl RedisServer {
+    /// Starts a plain server; `None` only when skipped explicitly.
+    pub fn start() -> Option<RedisServer> {
+        RedisServer::start_with(&[])
+    }
+
+    /// Starts a server with extra `--key value` arguments.
+    pub fn start_with(extra: &[&str]) -> Option<RedisServer> {
+        if skipped() {
+            return None;
+        }
+        let args: Vec<String> = extra.iter().map(|s| s.to_string()).collect();
+        for _ in 0..5 {
+            let port = free_port();
+            let mut server = RedisServer {
+                child: None,
+                port,
+                dir: std::env::temp_dir().join(format!("rr-test-{}-{port}", std::process::id())),
+                args: args.clone(),
+            };
+            if server.spawn() {
+                return Some(server);
+            }
+        }
+        panic!("redis-server did not start on any of 5 ephemeral ports");
+    }
+
+    fn spawn(&mut self) -> bool {
+        let _ = std::fs::create_dir_all(&self.dir);
+        let mut cmd = Command::new(binary());
+        cmd.arg("--port")
+            .arg(self.port.to_string())
+            .args(["--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
+            .arg("--dir")
+            .arg(&self.dir)
+            .args(&self.args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        let child = match cmd.spawn() {
+            Ok(c) => c,
+            Err(e) => panic!(
+                "cannot run `{}` ({e}). Install it with `apt-get install -y redis-server` \
+                 (the README's test command does this), or set \
+                 RESILIENT_REDIS_SKIP_SERVER_TESTS=1 to skip these tests explicitly",
+                binary()
+            ),
+        };
+        self.child = Some(child);
+        let port = self.port;
+        let up = wait_until(Duration::from_secs(10), || {
+            TcpStream::connect(("127.0.0.1", port)).is_ok()
+        });
+        if !up {
+            self.kill();
+        }
+        up
+    }
+
+    /// `redis://127.0.0.1:port`
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}", self.port)
+    }
+
+    /// `127.0.0.1:port`
+    pub fn addr(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+
+    /// The process id.
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().map_or(0, |c| c.id())
+    }
+
+    /// SIGKILL and reap.
+    pub fn kill(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    /// Starts again on the same port (after `kill`).
+    pub fn restart(&mut self) {
+        self.kill();
+        // The port may linger briefly in the kernel; retry the bind for a few seconds.
+        let ok = wait_until(Duration::from_secs(10), || self.spawn());
+        assert!(ok, "redis-server did not restart on port {}", self.port);
+    }
+
+    /// SIGSTOP: the socket stays open, nothing answers.
+    pub fn pause(&self) {
+        signal(self.pid(), "-STOP");
+    }
+
+    /// SIGCONT.
+    pub fn resume(&self) {
+        signal(self.pid(), "-CONT");
+    }
+}
+
+fn signal(pid: u32, sig: &str) {
+    let status = Command::new("kill")
+        .arg(sig)
+        .arg(pid.to_string())
+        .status()
+        .expect("run kill");
+    assert!(status.success(), "kill {sig} {pid} failed");
+}
+
+impl Drop for RedisServer {
+    fn drop(&mut self) {
+        if let Some(c) = &self.child {
+            // A stopped process must be resumed to die promptly on some kernels.
+            signal_quiet(c.id(), "-CONT");
+        }
+        self.kill();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn signal_quiet(pid: u32, sig: &str) {
+    let _ = Command::new("kill")
+        .arg(sig)
+        .arg(pid.to_string())
+        .stderr(Stdio::null())
+        .status();
+}
+
+/// Names of this process's threads that start with `prefix` (Linux `/proc`).
+pub fn threads_named(prefix: &str) -> Vec<String> {
+    let mut names = Vec::new();
+    if let Ok(entries) = std::fs::read_dir("/proc/self/task") {
+        for e in entries.flatten() {
+            if let Ok(name) = std::fs::read_to_string(e.path().join("comm")) {
+                let name = name.trim().to_string();
+                if name.starts_with(prefix) {
+                    names.push(name);
+                }
+            }
+        }
+    }
+    names
+}
