@@ -207,6 +207,12 @@ impl Error {
         if kind == ErrorKind::Server && code == "ERR" && message.contains("Error running script") {
             kind = ErrorKind::Script;
         }
+        // The server quotes the arguments of a command it does not know; arguments can
+        // be secrets, so that part is cut.
+        let message = match message.find(", with args beginning with:") {
+            Some(i) => &message[..i],
+            None => message,
+        };
         Error::new(kind, message.to_string())
     }
 

@@ -103,7 +103,7 @@ impl Connection {
     /// Connects, performs TLS and the handshake, then starts the reader and writer.
     pub(crate) fn open(cfg: &ConnectionConfig) -> Result<Connection> {
         let endpoint_text = cfg.endpoint.to_string();
-        let deadline = Instant::now() + cfg.options.connect_timeout;
+        let deadline = deadline_after(Instant::now(), cfg.options.connect_timeout);
         let with_endpoint = |e: Error| e.with_endpoint(endpoint_text.clone());
         let stream = transport::connect_tcp(&cfg.endpoint, cfg.options.connect_timeout)
             .map_err(with_endpoint)?;
@@ -315,8 +315,8 @@ impl Connection {
             None => return false,
         };
         let now = s.now_ms();
-        let limit = s.timeouts.effective(timeout) + grace;
-        now.saturating_sub(sent) > limit.as_millis() as u64
+        let limit = s.timeouts.effective(timeout).saturating_add(grace);
+        now.saturating_sub(sent) > u64::try_from(limit.as_millis()).unwrap_or(u64::MAX)
             && s.last_read_ms.load(Ordering::Relaxed) <= sent
     }
 }

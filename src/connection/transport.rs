@@ -73,7 +73,7 @@ impl ShutdownHandle {
 /// Resolves and connects to `endpoint`, trying each address until one answers
 /// within what is left of `timeout`.
 pub(crate) fn connect_tcp(endpoint: &Endpoint, timeout: Duration) -> Result<TcpStream> {
-    let deadline = Instant::now() + timeout;
+    let deadline = super::deadline_after(Instant::now(), timeout);
     let addrs: Vec<SocketAddr> = (endpoint.host.as_str(), endpoint.port)
         .to_socket_addrs()
         .map_err(|e| Error::new(ErrorKind::Connect, format!("cannot resolve: {e}")))?
