@@ -26,7 +26,6 @@ struct Results {
 }
 
 /// The future reply of one command queued in a batch or transaction.
-#[must_use = "a handle is how the command's reply is read"]
 pub struct Handle<T> {
     results: Arc<Mutex<Results>>,
     index: usize,

@@ -130,6 +130,7 @@ impl Cmd {
     }
 
     /// The encoded key arguments (each as `$len\r\nkey\r\n`), for routing.
+    #[allow(dead_code)] // read by cluster slot routing
     pub(crate) fn key_args(&self) -> impl Iterator<Item = &[u8]> {
         self.keys.iter().map(|r| &self.buf[r.clone()])
     }

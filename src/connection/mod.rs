@@ -50,6 +50,7 @@ pub(crate) struct ConnectionConfig {
 
 /// Identity of a connection, handed to hooks.
 #[derive(Debug, Clone)]
+#[allow(dead_code)] // id and protocol are read by pub/sub and maintenance handlers
 pub(crate) struct ConnectionInfo {
     pub id: u64,
     pub endpoint: Endpoint,
@@ -283,11 +284,13 @@ impl Connection {
         self.shared.closed.load(Ordering::Acquire)
     }
 
+    #[allow(dead_code)]
     pub(crate) fn info(&self) -> &ConnectionInfo {
         &self.shared.info
     }
 
     /// Caller requests in flight (probes, heartbeats and handshakes excluded).
+    #[allow(dead_code)] // idleness for node retirement
     pub(crate) fn caller_inflight(&self) -> usize {
         self.shared.caller_inflight.load(Ordering::Relaxed)
     }

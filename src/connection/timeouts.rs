@@ -28,6 +28,8 @@ pub(crate) struct ServerTimeouts {
     window: Mutex<Option<Relaxation>>,
 }
 
+// relax/clear/clock are driven by maintenance notifications.
+#[allow(dead_code)]
 impl ServerTimeouts {
     pub(crate) fn new(clock: Arc<dyn Clock>) -> ServerTimeouts {
         ServerTimeouts {

@@ -52,7 +52,6 @@ pub(crate) struct Transport {
     pub(crate) read: ReadHalf,
     pub(crate) write: WriteHalf,
     pub(crate) shutdown: ShutdownHandle,
-    pub(crate) peer: SocketAddr,
 }
 
 /// Shuts the socket down, waking a reader blocked in `read` and a writer in `write`.
@@ -132,7 +131,6 @@ impl Transport {
                 read: ReadHalf::Plain(stream.try_clone()?),
                 write: WriteHalf::Plain(stream),
                 shutdown,
-                peer,
             });
         };
         if !tls.verify {
@@ -175,7 +173,6 @@ impl Transport {
             }),
             write: WriteHalf::Tls(shared),
             shutdown,
-            peer,
         })
     }
 }

@@ -1,0 +1,290 @@
+//! The multiplexed client against a real redis-server: sharing, timeouts, recovery,
+//! authentication.
+
+mod support;
+
+use std::thread;
+use std::time::{Duration, Instant};
+
+use resilient_redis::config::Protocol;
+use resilient_redis::prelude::*;
+use resilient_redis::{ClientEvent, ErrorKind, FailureKind};
+use support::{wait_until, RedisServer};
+
+fn options(server: &RedisServer, protocol: Protocol) -> Options {
+    Options::builder()
+        .endpoint(&server.addr())
+        .protocol(protocol)
+        .build()
+}
+
+#[test]
+fn thirty_two_threads_share_one_client_and_every_reply_reaches_its_caller() {
+    let Some(server) = RedisServer::start() else {
+        return;
+    };
+    for protocol in [Protocol::Resp2, Protocol::Resp3] {
+        let client = Client::connect(options(&server, protocol)).unwrap();
+        let db = client.database();
+        let threads: Vec<_> = (0..32)
+            .map(|t| {
+                let db = db.clone();
+                thread::spawn(move || {
+                    for i in 0..300 {
+                        // The value encodes its key: a reply that reached the wrong
+                        // caller cannot match.
+                        let key = format!("mt:{protocol:?}:{t}:{i}");
+                        let value = format!("value-of-{key}");
+                        db.set(&key, &value).unwrap();
+                        let got: Option<String> = db.get(&key).unwrap();
+                        assert_eq!(got.as_deref(), Some(value.as_str()));
+                        let n: i64 = db.incr(format!("mt:{protocol:?}:ctr:{t}"), 1).unwrap();
+                        assert_eq!(n, i as i64 + 1);
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+    }
+}
+
+#[test]
+fn a_reply_that_arrives_after_its_caller_timed_out_never_reaches_the_next_caller() {
+    let Some(server) = RedisServer::start() else {
+        return;
+    };
+    let client = Client::connect(server.url().as_str()).unwrap();
+    let db = client.database();
+    db.set("late:k", "mine").unwrap();
+    // BLPOP on the shared connection (not marked blocking, on purpose) holds the reply
+    // for 500 ms; our caller gives up after 100 ms.
+    let started = Instant::now();
+    let err = db
+        .with_timeout(Duration::from_millis(100))
+        .cmd("BLPOP")
+        .arg("late:empty")
+        .arg("0.5")
+        .query::<Option<Vec<String>>>()
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Timeout);
+    assert!(started.elapsed() < Duration::from_millis(400));
+    assert_eq!(err.command(), Some("BLPOP"));
+    // The next caller's reply is its own, not the nil that BLPOP eventually sends.
+    let v: Option<String> = db.get("late:k").unwrap();
+    assert_eq!(v.as_deref(), Some("mine"));
+    for i in 0..50 {
+        let v: String = db.cmd("ECHO").arg(i.to_string()).query().unwrap();
+        assert_eq!(v, i.to_string());
+    }
+}
+
+#[test]
+fn the_client_recovers_by_itself_after_the_server_is_killed_and_restarted() {
+    let Some(mut server) = RedisServer::start() else {
+        return;
+    };
+    let client = Client::connect(
+        Options::builder()
+            .endpoint(&server.addr())
+            .reconnect_delay(Duration::from_millis(20), Duration::from_millis(200))
+            .command_timeout(Duration::from_millis(500))
+            .build(),
+    )
+    .unwrap();
+    let events = client.events();
+    let db = client.database();
+    db.set("r:k", "1").unwrap();
+    server.kill();
+    let failed = events
+        .recv_timeout(Duration::from_secs(5))
+        .expect("a ConnectionFailed event");
+    match failed {
+        ClientEvent::ConnectionFailed { failure, .. } => {
+            assert!(matches!(
+                failure,
+                FailureKind::SocketClosed | FailureKind::SocketFailure
+            ))
+        }
+        other => panic!("expected ConnectionFailed, got {other:?}"),
+    }
+    // While it is down, commands fail within their timeout (classified), never hang.
+    let started = Instant::now();
+    let err = db.ping().unwrap_err();
+    assert!(err.is_transient(), "{err}");
+    assert!(started.elapsed() < Duration::from_secs(2));
+    server.restart();
+    assert!(
+        wait_until(Duration::from_secs(10), || db.ping().is_ok()),
+        "the client did not reconnect"
+    );
+    let restored = wait_until(Duration::from_secs(5), || {
+        events
+            .try_iter()
+            .any(|e| matches!(e, ClientEvent::ConnectionRestored { .. }))
+    });
+    assert!(restored, "no ConnectionRestored event");
+    assert!(client.is_connected());
+}
+
+#[test]
+fn commands_issued_while_disconnected_wait_in_the_backlog_and_complete() {
+    let Some(mut server) = RedisServer::start() else {
+        return;
+    };
+    let client = Client::connect(
+        Options::builder()
+            .endpoint(&server.addr())
+            .reconnect_delay(Duration::from_millis(20), Duration::from_millis(100))
+            .build(),
+    )
+    .unwrap();
+    let db = client.database();
+    server.kill();
+    assert!(wait_until(Duration::from_secs(5), || !client.is_connected()));
+    let waiter = {
+        let db = db.with_timeout(Duration::from_secs(10));
+        thread::spawn(move || db.set("backlog:k", "v"))
+    };
+    server.restart();
+    waiter.join().unwrap().unwrap();
+    let v: Option<String> = db.get("backlog:k").unwrap();
+    assert_eq!(v.as_deref(), Some("v"));
+}
+
+#[test]
+fn failfast_backlog_fails_at_once_while_disconnected() {
+    let Some(mut server) = RedisServer::start() else {
+        return;
+    };
+    let client = Client::connect(
+        Options::builder()
+            .endpoint(&server.addr())
+            .backlog(resilient_redis::config::BacklogPolicy::FailFast)
+            .reconnect_delay(Duration::from_secs(5), Duration::from_secs(5))
+            .build(),
+    )
+    .unwrap();
+    let db = client.database();
+    server.kill();
+    assert!(wait_until(Duration::from_secs(5), || !client.is_connected()));
+    let started = Instant::now();
+    let err = db.ping().unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::ConnectionClosed);
+    assert!(started.elapsed() < Duration::from_millis(500));
+}
+
+#[test]
+fn acl_users_authenticate_and_a_wrong_password_is_a_classified_error_without_the_secret() {
+    let Some(server) = RedisServer::start() else {
+        return;
+    };
+    let admin = Client::connect(server.url().as_str()).unwrap().database();
+    admin
+        .cmd("ACL")
+        .arg(["SETUSER", "alice", "on", ">s3cret-pw", "~*", "+@all"])
+        .exec()
+        .unwrap();
+    for protocol in [Protocol::Resp2, Protocol::Resp3] {
+        let ok = Client::connect(
+            Options::builder()
+                .endpoint(&server.addr())
+                .user("alice")
+                .password("s3cret-pw")
+                .protocol(protocol)
+                .build(),
+        )
+        .unwrap();
+        let who: String = ok.database().cmd("ACL").arg("WHOAMI").query().unwrap();
+        assert_eq!(who, "alice");
+        let err = Client::connect(
+            Options::builder()
+                .endpoint(&server.addr())
+                .user("alice")
+                .password("wrong-pw-xyz")
+                .protocol(protocol)
+                .build(),
+        )
+        .unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Auth, "{err}");
+        let shown = format!("{err} {err:?}");
+        assert!(
+            !shown.contains("wrong-pw-xyz") && !shown.contains("s3cret"),
+            "{shown}"
+        );
+    }
+}
+
+#[test]
+fn select_and_client_name_are_applied_by_the_handshake_and_after_reconnect() {
+    let Some(mut server) = RedisServer::start() else {
+        return;
+    };
+    let client = Client::connect(
+        Options::builder()
+            .endpoint(&server.addr())
+            .database(3)
+            .client_name("rr-test")
+            .reconnect_delay(Duration::from_millis(20), Duration::from_millis(100))
+            .build(),
+    )
+    .unwrap();
+    let db = client.database();
+    let check = |db: &Database| {
+        let name: String = db.cmd("CLIENT").arg("GETNAME").query().unwrap();
+        assert_eq!(name, "rr-test");
+        let info: String = db.cmd("CLIENT").arg("INFO").query().unwrap();
+        assert!(info.contains(" db=3 "), "{info}");
+    };
+    check(&db);
+    server.restart();
+    assert!(wait_until(Duration::from_secs(10), || db.ping().is_ok()));
+    check(&db);
+}
+
+#[test]
+fn a_batch_and_a_transaction_answer_in_order() {
+    let Some(server) = RedisServer::start() else {
+        return;
+    };
+    let db = Client::connect(server.url().as_str()).unwrap().database();
+    let batch = db.batch();
+    let handles: Vec<_> = (0..1000)
+        .map(|i| {
+            batch.set(format!("b:{i}"), i);
+            batch.get::<i64>(format!("b:{i}"))
+        })
+        .collect();
+    batch.execute().unwrap();
+    for (i, h) in handles.into_iter().enumerate() {
+        assert_eq!(h.wait().unwrap(), i as i64);
+    }
+    let tx = db.transaction();
+    tx.watch("t:k");
+    let a = tx.incr("t:k", 2);
+    let b = tx.get::<String>("t:k");
+    assert!(tx.execute().unwrap());
+    assert_eq!(a.wait().unwrap(), 2);
+    assert_eq!(b.wait().unwrap(), "2");
+}
+
+#[test]
+fn errors_name_the_command_and_endpoint_but_not_the_arguments() {
+    let Some(server) = RedisServer::start() else {
+        return;
+    };
+    let db = Client::connect(server.url().as_str()).unwrap().database();
+    db.cmd("LPUSH")
+        .arg("wt:list")
+        .arg("secret-arg")
+        .exec()
+        .unwrap();
+    let err = db.get::<String>("wt:list").unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::WrongType);
+    assert_eq!(err.command(), Some("GET"));
+    let err = db.cmd("NOSUCHCMD").arg("secret-arg").exec().unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::UnknownCommand);
+    // The server echoes arguments of unknown commands; we must not pass them on.
+    assert!(!format!("{err} {err:?}").contains("secret-arg"), "{err}");
+}

@@ -1,0 +1,58 @@
+//! Every thread a client starts ends on `close()` and on drop. Alone in its own test
+//! binary so that no other test's threads are counted.
+
+mod support;
+
+use std::time::Duration;
+
+use resilient_redis::prelude::*;
+use support::{threads_named, wait_until, RedisServer};
+
+#[test]
+fn no_thread_is_left_after_close_or_drop() {
+    let Some(server) = RedisServer::start() else {
+        return;
+    };
+    assert!(threads_named("rr-").is_empty());
+
+    // close(), with a blocking connection leased and one idle.
+    let client = Client::connect(server.url().as_str()).unwrap();
+    let db = client.database();
+    db.set("k", "v").unwrap();
+    let blocked = {
+        let db = db.clone();
+        std::thread::spawn(move || {
+            db.cmd("BLPOP")
+                .arg("never")
+                .arg(0)
+                .blocking(Duration::ZERO)
+                .query::<Option<Vec<String>>>()
+        })
+    };
+    assert!(wait_until(Duration::from_secs(5), || threads_named("rr-")
+        .len()
+        >= 5));
+    client.close();
+    // The caller blocked "forever" is released with an error, not left hanging.
+    assert!(blocked.join().unwrap().is_err());
+    assert!(
+        wait_until(Duration::from_secs(5), || threads_named("rr-").is_empty()),
+        "threads left after close: {:?}",
+        threads_named("rr-")
+    );
+    assert!(db.ping().is_err());
+
+    // Drop of the last handle (client and every database).
+    let client = Client::connect(server.url().as_str()).unwrap();
+    let db = client.database();
+    db.ping().unwrap();
+    assert_eq!(threads_named("rr-").len(), 3, "{:?}", threads_named("rr-"));
+    drop(client);
+    db.ping().unwrap();
+    drop(db);
+    assert!(
+        wait_until(Duration::from_secs(5), || threads_named("rr-").is_empty()),
+        "threads left after drop: {:?}",
+        threads_named("rr-")
+    );
+}
