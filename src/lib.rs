@@ -9,6 +9,7 @@ mod commands;
 pub mod config;
 pub(crate) mod connection;
 mod error;
+pub mod pubsub;
 pub mod resp;
 
 pub use client::{Client, ClientEvent, IntoOptions, EVENT_QUEUE_BOUND};
@@ -18,9 +19,10 @@ pub use commands::{
 };
 pub use config::{Endpoint, Options};
 pub use error::{Error, ErrorKind, FailureKind, MaintenanceKind, Result};
+pub use pubsub::{Message, MessageKind, Subscriber, Subscription};
 
 /// Everything needed to call typed commands: `use resilient_redis::prelude::*;`.
 pub mod prelude {
     pub use crate::commands::{Commands, FromValue, StringCommands, ToArgs};
-    pub use crate::{Client, Database, Options};
+    pub use crate::{Client, Database, Options, Subscriber};
 }

@@ -6,6 +6,7 @@
 
 mod blocking;
 pub(crate) mod events;
+mod link;
 pub(crate) mod node;
 mod router;
 mod supervisor;
@@ -24,8 +25,10 @@ use crate::commands::Database;
 use crate::config::Options;
 use crate::connection::timeouts::ServerTimeouts;
 use crate::connection::tls;
-use crate::connection::{Connection, ConnectionConfig, ConnectionInfo};
+use crate::connection::{Connection, ConnectionConfig, ConnectionInfo, PushHandler};
 use crate::error::{Error, ErrorKind, FailureKind, Result};
+use crate::pubsub::{self, Registry, Subscriber};
+use crate::resp::Value;
 use events::EventBus;
 use node::Node;
 use supervisor::Wake;
@@ -74,7 +77,7 @@ impl IntoOptions for &String {
 /// ends all its threads.
 ///
 /// ```no_run
-/// use resilient_redis::{Client, Commands};
+/// use resilient_redis::prelude::*;
 /// let client = Client::connect("redis://127.0.0.1:6379")?;
 /// let db = client.database();
 /// db.set("k", "v")?;
@@ -152,15 +155,27 @@ impl Client {
             tls,
             timeouts: Arc::new(ServerTimeouts::new(clock::system())),
             on_push: None,
-            on_failure: Some(on_failure),
+            on_failure: Some(on_failure.clone()),
             role: "",
+            subscriber: false,
         };
-        let node = Arc::new(Node::new(config, events.clone()));
-        match Connection::open(&node.config) {
-            Ok(conn) => {
-                node.reconnect.lock().was_connected = true;
-                node.install(conn);
-            }
+        let registry = Arc::new(Registry::new());
+        let pubsub_config = ConnectionConfig {
+            on_push: Some(pubsub_push_handler(registry.clone(), wake_tx.clone())),
+            on_failure: Some({
+                let registry = registry.clone();
+                Arc::new(move |info: &ConnectionInfo, kind: FailureKind, e: &Error| {
+                    registry.forget_confirmations();
+                    on_failure(info, kind, e);
+                })
+            }),
+            role: "-pubsub",
+            subscriber: true,
+            ..config.clone()
+        };
+        let node = Arc::new(Node::new(config, pubsub_config, registry, events.clone()));
+        match Connection::open(&node.interactive.config) {
+            Ok(conn) => node.install(conn),
             Err(e) if options.abort_connect => return Err(e),
             Err(e) => log::warn!(
                 "{}: not connected yet ({e}); retrying in the background",
@@ -190,6 +205,16 @@ impl Client {
         Database::new(Arc::new(router::Standalone::new(self.handle.clone())))
     }
 
+    /// Subscribes and publishes (see [`Subscriber`]).
+    pub fn subscriber(&self) -> Subscriber {
+        Subscriber::new(
+            self.handle.inner.node.registry.clone(),
+            Arc::new(router::Standalone::new(self.handle.clone())),
+            self.database(),
+            self.handle.inner.options.command_timeout,
+        )
+    }
+
     /// A new receiver of this client's events (bounded: a slow reader loses the
     /// newest events rather than slowing the client; see [`EVENT_QUEUE_BOUND`]).
     pub fn events(&self) -> Receiver<ClientEvent> {
@@ -211,6 +236,24 @@ impl Client {
     pub fn close(&self) {
         self.handle.inner.shutdown();
     }
+}
+
+/// Routes pub/sub pushes into the registry; a subscription the server ended while we
+/// still want it goes to the supervisor to be re-established.
+fn pubsub_push_handler(registry: Arc<Registry>, wake: Sender<Wake>) -> PushHandler {
+    Arc::new(
+        move |info: &ConnectionInfo, frame: Value| match pubsub::parse(&frame) {
+            Some(frame) => {
+                if let Some(key) = registry.apply(frame) {
+                    let _ = wake.try_send(Wake::Resubscribe(key));
+                }
+            }
+            None => match frame.error_message() {
+                Some(m) => log::warn!("{}: subscription refused: {m}", info.endpoint),
+                None => log::trace!("{}: push frame ignored", info.endpoint),
+            },
+        },
+    )
 }
 
 impl ClientInner {

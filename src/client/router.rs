@@ -49,6 +49,12 @@ impl Router for Standalone {
     }
 }
 
+impl crate::pubsub::PubSubLinks for Standalone {
+    fn send(&self, key: &crate::pubsub::Key, subscribe: bool) -> Result<()> {
+        self.handle.inner.node.send_subscription(key, subscribe)
+    }
+}
+
 fn single(outcome: Outcome) -> Result<Value> {
     match outcome {
         Outcome::One(v) => Ok(v),

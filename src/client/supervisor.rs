@@ -10,15 +10,20 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{Receiver, RecvTimeoutError};
 
 use super::events::ClientEvent;
+use super::link::Link;
 use super::node::Node;
+use crate::connection::slot::Slot;
 use crate::connection::Connection;
 use crate::error::FailureKind;
+use crate::pubsub::Key;
 use crate::resp::{write_arg, write_command_header};
 
 /// What wakes the supervisor early.
 pub(crate) enum Wake {
     /// A connection failed: reconnect now rather than at the next tick.
     ConnectionLost,
+    /// The server ended a subscription we still want (a sharded slot moved).
+    Resubscribe(Key),
     /// The client is closing.
     Shutdown,
 }
@@ -32,40 +37,58 @@ pub(crate) fn run(nodes: Vec<Arc<Node>>, wake: Receiver<Wake>) {
     let tick = nodes
         .first()
         .map(|n| {
-            (n.config.options.keep_alive / 4)
+            (n.interactive.config.options.keep_alive / 4)
                 .clamp(Duration::from_millis(50), Duration::from_millis(250))
         })
         .unwrap_or(Duration::from_millis(250));
-    let mut heartbeats: Vec<Option<Arc<crate::connection::slot::Slot>>> = vec![None; nodes.len()];
+    let mut heartbeats: Vec<[Option<Arc<Slot>>; 2]> = vec![[None, None]; nodes.len()];
     loop {
-        for (node, heartbeat) in nodes.iter().zip(heartbeats.iter_mut()) {
+        for (node, beats) in nodes.iter().zip(heartbeats.iter_mut()) {
             if node.is_closed() {
                 return;
             }
+            let [interactive_beat, pubsub_beat] = beats;
             match node.current() {
-                Some(conn) => watch(node, &conn, heartbeat),
-                None => reconnect_if_due(node),
+                Some(conn) => watch(node, &node.interactive, &conn, interactive_beat),
+                None => {
+                    if let Some(conn) = reconnect_if_due(node, &node.interactive) {
+                        node.install(conn);
+                    }
+                }
+            }
+            match node.pubsub.current() {
+                Some(conn) => watch(node, &node.pubsub, &conn, pubsub_beat),
+                None if !node.registry.is_empty() => {
+                    if let Some(conn) = reconnect_if_due(node, &node.pubsub) {
+                        node.install_pubsub(conn);
+                    }
+                }
+                None => {}
             }
         }
         let next = nodes
             .iter()
-            .filter_map(|n| n.reconnect.lock().next_at)
+            .flat_map(|n| [&n.interactive, &n.pubsub])
+            .filter_map(|l| l.reconnect.lock().next_at)
             .map(|at| at.saturating_duration_since(Instant::now()))
             .min()
             .map_or(tick, |d| d.min(tick));
         match wake.recv_timeout(next) {
             Ok(Wake::Shutdown) | Err(RecvTimeoutError::Disconnected) => return,
+            Ok(Wake::Resubscribe(key)) => {
+                for node in &nodes {
+                    if let Err(e) = node.send_subscription(&key, true) {
+                        log::debug!("{}: re-subscribing failed: {e}", node.endpoint);
+                    }
+                }
+            }
             Ok(Wake::ConnectionLost) | Err(RecvTimeoutError::Timeout) => {}
         }
     }
 }
 
 /// Heartbeat on an idle connection, and failing one that stopped answering.
-fn watch(
-    node: &Node,
-    conn: &Connection,
-    heartbeat: &mut Option<Arc<crate::connection::slot::Slot>>,
-) {
+fn watch(node: &Node, link: &Link, conn: &Connection, heartbeat: &mut Option<Arc<Slot>>) {
     if conn.is_unresponsive(DEAD_GRACE) {
         log::warn!(
             "{}: no answer within the timeout, closing the connection",
@@ -80,7 +103,7 @@ fn watch(
         }
         *heartbeat = None;
     }
-    let options = &node.config.options;
+    let options = &link.config.options;
     if conn.idle_for() >= options.keep_alive && !conn.has_pending() {
         let mut frame = Vec::with_capacity(14);
         write_command_header(&mut frame, 1);
@@ -91,36 +114,32 @@ fn watch(
     }
 }
 
-fn reconnect_if_due(node: &Node) {
+/// Opens a connection for `link` when its back-off allows; the caller installs it.
+fn reconnect_if_due(node: &Node, link: &Link) -> Option<Connection> {
     let now = Instant::now();
-    {
-        let st = node.reconnect.lock();
-        if st.next_at.is_some_and(|at| at > now) {
-            return;
-        }
+    if link.reconnect.lock().next_at.is_some_and(|at| at > now) {
+        return None;
     }
-    match Connection::open(&node.config) {
+    match Connection::open(&link.config) {
         Ok(conn) => {
             let restored = {
-                let mut st = node.reconnect.lock();
-                let restored = st.was_connected;
+                let mut st = link.reconnect.lock();
                 st.attempt = 0;
                 st.next_at = None;
-                st.was_connected = true;
-                restored
+                st.was_connected
             };
-            node.install(conn);
             log::info!("{}: connected", node.endpoint);
             if restored {
                 node.events.publish(ClientEvent::ConnectionRestored {
                     endpoint: node.endpoint.clone(),
                 });
             }
+            Some(conn)
         }
         Err(error) => {
-            let mut st = node.reconnect.lock();
+            let mut st = link.reconnect.lock();
             st.attempt = st.attempt.saturating_add(1);
-            let options = &node.config.options;
+            let options = &link.config.options;
             let delay = backoff(
                 st.attempt,
                 options.reconnect_min_delay,
@@ -138,6 +157,7 @@ fn reconnect_if_due(node: &Node) {
                 attempt: st.attempt,
                 error,
             });
+            None
         }
     }
 }

@@ -108,7 +108,7 @@ impl Queue {
 /// Commands sent together in one write; not atomic (see [`Transaction`] for that).
 ///
 /// ```no_run
-/// use resilient_redis::{Client, Commands};
+/// use resilient_redis::prelude::*;
 /// let db = Client::connect("redis://127.0.0.1:6379")?.database();
 /// let batch = db.batch();
 /// batch.set("k1", "v1");
@@ -170,7 +170,7 @@ impl Commands for Batch {
 /// changed and the server aborted it: that is an outcome, not an error.
 ///
 /// ```no_run
-/// use resilient_redis::{Client, Commands};
+/// use resilient_redis::prelude::*;
 /// let db = Client::connect("redis://127.0.0.1:6379")?.database();
 /// let tx = db.transaction();
 /// tx.watch("k1");

@@ -24,7 +24,7 @@ pub(crate) trait Router: Send + Sync {
 /// A handle for running commands: `Clone + Send + Sync` and cheap to clone.
 ///
 /// ```no_run
-/// use resilient_redis::{Client, Commands};
+/// use resilient_redis::prelude::*;
 /// let client = Client::connect("redis://127.0.0.1:6379")?;
 /// let db = client.database();
 /// db.set("greeting", "hello")?;

@@ -46,6 +46,10 @@ pub(crate) struct ConnectionConfig {
     pub on_failure: Option<FailureHandler>,
     /// What the connection serves, for thread names (`rr-read`, `rr-read-blocking`).
     pub role: &'static str,
+    /// A pub/sub connection: RESP2 message arrays are pushes, and an error reply no
+    /// request waits for (a refused SUBSCRIBE) goes to the push handler instead of
+    /// failing the connection.
+    pub subscriber: bool,
 }
 
 /// Identity of a connection, handed to hooks.
@@ -90,6 +94,7 @@ pub(crate) struct Shared {
     timeouts: Arc<ServerTimeouts>,
     on_push: Option<PushHandler>,
     on_failure: Option<FailureHandler>,
+    subscriber: bool,
 }
 
 /// A live connection. Cheap to share behind an `Arc`; closing it ends both threads.
@@ -150,6 +155,7 @@ impl Connection {
             timeouts: cfg.timeouts.clone(),
             on_push: cfg.on_push.clone(),
             on_failure: cfg.on_failure.clone(),
+            subscriber: cfg.subscriber,
         });
         for push in hs.early_pushes {
             shared.dispatch_push(push);
@@ -201,6 +207,23 @@ impl Connection {
                 ))
             }
         }
+    }
+
+    /// Writes a frame that gets no reply of its own (SUBSCRIBE and friends, whose
+    /// confirmations arrive as push frames).
+    pub(crate) fn send_oneway(&self, frame: &[u8]) -> Result<()> {
+        let shared = &self.shared;
+        let mut out = shared.out.lock();
+        if out.closed {
+            return Err(shared.closed_error());
+        }
+        out.buf.extend_from_slice(frame);
+        let wake = !out.busy;
+        drop(out);
+        if wake {
+            shared.writer_wake.notify_one();
+        }
+        Ok(())
     }
 
     /// Queues a request whose reply nobody waits for by blocking (heartbeats): the slot
