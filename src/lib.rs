@@ -12,7 +12,8 @@ mod error;
 pub mod pubsub;
 pub mod resp;
 
-pub use client::{Client, ClientEvent, IntoOptions, EVENT_QUEUE_BOUND};
+pub use client::cluster;
+pub use client::{Client, ClientEvent, ClusterStats, IntoOptions, EVENT_QUEUE_BOUND};
 pub use commands::{
     ArgWriter, Batch, Cmd, CmdBuilder, CommandFlags, Commands, Database, FromValue, Handle,
     RetryCategory, StringCommands, ToArgs, Transaction,

@@ -19,14 +19,13 @@ use crate::config::{BacklogPolicy, Endpoint};
 use crate::connection::slot::Outcome;
 use crate::connection::{deadline_after, Connection, ConnectionConfig, RequestError};
 use crate::error::{Error, ErrorKind, FailureKind, Result};
-use crate::pubsub::{Key, MessageKind, Registry};
+use crate::pubsub::{Key, MessageKind};
 use crate::resp::{write_arg, write_command_header};
 
 pub(crate) struct Node {
     pub(crate) endpoint: Endpoint,
     pub(crate) interactive: Link,
     pub(crate) pubsub: Link,
-    pub(crate) registry: Arc<Registry>,
     /// Backlog waiters park here until a connection is installed or the node closes.
     wait_lock: Mutex<()>,
     available: Condvar,
@@ -40,7 +39,6 @@ impl Node {
     pub(crate) fn new(
         config: ConnectionConfig,
         pubsub_config: ConnectionConfig,
-        registry: Arc<Registry>,
         events: Arc<EventBus<ClientEvent>>,
     ) -> Node {
         let blocking = BlockingPool::new(config.clone());
@@ -48,7 +46,6 @@ impl Node {
             endpoint: config.endpoint.clone(),
             interactive: Link::new(config),
             pubsub: Link::new(pubsub_config),
-            registry,
             wait_lock: Mutex::new(()),
             available: Condvar::new(),
             backlog_waiting: AtomicUsize::new(0),
@@ -74,14 +71,13 @@ impl Node {
         self.available.notify_all();
     }
 
-    /// Installs a fresh subscription connection and re-subscribes everything wanted.
-    pub(crate) fn install_pubsub(&self, conn: Connection) {
+    /// Installs a fresh subscription connection and re-subscribes what it carries.
+    pub(crate) fn install_pubsub(&self, conn: Connection, wanted: Vec<Key>) {
         if self.is_closed() {
             conn.close(FailureKind::ClosedByClient);
             return;
         }
         let conn = self.pubsub.install(conn);
-        let wanted = self.registry.wanted();
         if !wanted.is_empty() {
             let frame = subscribe_frames(&wanted, true);
             if let Err(e) = conn.send_oneway(&frame) {
@@ -92,7 +88,12 @@ impl Node {
 
     /// Sends SUBSCRIBE/UNSUBSCRIBE for one name on the subscription connection,
     /// opening it (on the caller's thread) when there is none.
-    pub(crate) fn send_subscription(&self, key: &Key, subscribe: bool) -> Result<()> {
+    pub(crate) fn send_subscription(
+        &self,
+        key: &Key,
+        subscribe: bool,
+        carried: impl FnOnce() -> Vec<Key>,
+    ) -> Result<()> {
         if let Some(conn) = self.pubsub.current() {
             return conn.send_oneway(&subscribe_frames(std::slice::from_ref(key), subscribe));
         }
@@ -103,10 +104,19 @@ impl Node {
         if let Some(conn) = self.pubsub.current() {
             return conn.send_oneway(&subscribe_frames(std::slice::from_ref(key), true));
         }
-        // A fresh connection re-subscribes everything wanted, this name included.
+        // A fresh connection re-subscribes everything it carries, this name included.
         let conn = Connection::open(&self.pubsub.config)?;
-        self.install_pubsub(conn);
+        let mut keys = carried();
+        if !keys.contains(key) {
+            keys.push(key.clone());
+        }
+        self.install_pubsub(conn, keys);
         Ok(())
+    }
+
+    /// Caller work in flight on the interactive connection (our own traffic excluded).
+    pub(crate) fn caller_inflight(&self) -> usize {
+        self.current().map_or(0, |c| c.caller_inflight())
     }
 
     pub(crate) fn is_closed(&self) -> bool {

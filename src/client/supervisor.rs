@@ -9,9 +9,14 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, RecvTimeoutError};
 
+use std::collections::HashMap;
+
+use super::cluster;
+use super::deployment::Deployment;
 use super::events::ClientEvent;
 use super::link::Link;
 use super::node::Node;
+use crate::config::Endpoint;
 use crate::connection::slot::Slot;
 use crate::connection::Connection;
 use crate::error::FailureKind;
@@ -22,6 +27,10 @@ use crate::resp::{write_arg, write_command_header};
 pub(crate) enum Wake {
     /// A connection failed: reconnect now rather than at the next tick.
     ConnectionLost,
+    /// A node was added: connect it now.
+    NodeAdded,
+    /// Something (a redirected subscription, CLUSTERDOWN) asks for a topology refresh.
+    RefreshTopology,
     /// The server ended a subscription we still want (a sharded slot moved).
     Resubscribe(Key),
     /// The client is closing.
@@ -33,37 +42,53 @@ pub(crate) enum Wake {
 /// silent socket is kept.
 const DEAD_GRACE: Duration = Duration::from_millis(500);
 
-pub(crate) fn run(nodes: Vec<Arc<Node>>, wake: Receiver<Wake>) {
-    let tick = nodes
-        .first()
-        .map(|n| {
-            (n.interactive.config.options.keep_alive / 4)
-                .clamp(Duration::from_millis(50), Duration::from_millis(250))
-        })
-        .unwrap_or(Duration::from_millis(250));
-    let mut heartbeats: Vec<[Option<Arc<Slot>>; 2]> = vec![[None, None]; nodes.len()];
+pub(crate) fn run(deployment: Arc<Deployment>, wake: Receiver<Wake>) {
+    let tick = (deployment.options.keep_alive / 4)
+        .clamp(Duration::from_millis(50), Duration::from_millis(250));
+    // Per node endpoint: the outstanding heartbeat of each of its two connections.
+    let mut heartbeats: HashMap<Endpoint, [Option<Arc<Slot>>; 2]> = HashMap::new();
     loop {
-        for (node, beats) in nodes.iter().zip(heartbeats.iter_mut()) {
+        if deployment.is_closed() {
+            return;
+        }
+        let nodes = deployment.nodes();
+        heartbeats.retain(|e, _| nodes.iter().any(|n| n.endpoint == *e));
+        for node in &nodes {
             if node.is_closed() {
-                return;
+                continue;
             }
-            let [interactive_beat, pubsub_beat] = beats;
+            let [interactive_beat, pubsub_beat] =
+                heartbeats.entry(node.endpoint.clone()).or_default();
             match node.current() {
                 Some(conn) => watch(node, &node.interactive, &conn, interactive_beat),
                 None => {
                     if let Some(conn) = reconnect_if_due(node, &node.interactive) {
                         node.install(conn);
+                        super::detect_cluster(&deployment);
+                        if let Some(state) = deployment.cluster() {
+                            state.request_refresh();
+                        }
                     }
                 }
             }
             match node.pubsub.current() {
                 Some(conn) => watch(node, &node.pubsub, &conn, pubsub_beat),
-                None if !node.registry.is_empty() => {
-                    if let Some(conn) = reconnect_if_due(node, &node.pubsub) {
-                        node.install_pubsub(conn);
+                None => {
+                    let carried = deployment.subscriptions_for(node);
+                    if !carried.is_empty() {
+                        if let Some(conn) = reconnect_if_due(node, &node.pubsub) {
+                            node.install_pubsub(conn, carried);
+                        }
                     }
                 }
-                None => {}
+            }
+        }
+        if let Some(state) = deployment.cluster() {
+            if state.refresh_due() {
+                cluster::refresh(&deployment, &state);
+            }
+            for endpoint in state.finish_retirements() {
+                deployment.remove(&endpoint);
             }
         }
         let next = nodes
@@ -75,14 +100,32 @@ pub(crate) fn run(nodes: Vec<Arc<Node>>, wake: Receiver<Wake>) {
             .map_or(tick, |d| d.min(tick));
         match wake.recv_timeout(next) {
             Ok(Wake::Shutdown) | Err(RecvTimeoutError::Disconnected) => return,
-            Ok(Wake::Resubscribe(key)) => {
-                for node in &nodes {
-                    if let Err(e) = node.send_subscription(&key, true) {
-                        log::debug!("{}: re-subscribing failed: {e}", node.endpoint);
-                    }
+            Ok(Wake::Resubscribe(key)) => resubscribe(&deployment, &key),
+            Ok(Wake::ConnectionLost | Wake::RefreshTopology) => {
+                if let Some(state) = deployment.cluster() {
+                    state.request_refresh();
                 }
             }
-            Ok(Wake::ConnectionLost) | Err(RecvTimeoutError::Timeout) => {}
+            Ok(Wake::NodeAdded) | Err(RecvTimeoutError::Timeout) => {}
+        }
+    }
+}
+
+/// Re-establishes a subscription the server ended: in a cluster after re-reading
+/// where its slot lives now, on a standalone server on the same connection.
+fn resubscribe(deployment: &Deployment, key: &Key) {
+    match deployment.cluster() {
+        Some(state) => {
+            cluster::refresh(deployment, &state);
+            cluster::reroute_subscriptions(deployment, &state);
+        }
+        None => {
+            if let Some(node) = deployment.primary() {
+                let registry = deployment.registry.clone();
+                if let Err(e) = node.send_subscription(key, true, move || registry.wanted()) {
+                    log::debug!("{}: re-subscribing failed: {e}", node.endpoint);
+                }
+            }
         }
     }
 }

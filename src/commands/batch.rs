@@ -152,7 +152,7 @@ impl Batch {
         if cmds.is_empty() {
             return self.queue.finish(Ok(Vec::new()));
         }
-        let outcome = self.db.send_many(&cmds);
+        let outcome = self.db.send_many(&cmds, false);
         *self.queue.cmds.borrow_mut() = cmds;
         self.queue.finish(outcome)
     }
@@ -218,7 +218,7 @@ impl Transaction {
         let n = body.len();
         all.extend(body);
         all.push(Cmd::typed("EXEC", super::RetryCategory::Never));
-        let outcome = self.db.send_many(&all);
+        let outcome = self.db.send_many(&all, true);
         let body: Vec<Cmd> = all.drain(lead..lead + n).collect();
         *self.queue.cmds.borrow_mut() = body;
         let replies = match outcome {

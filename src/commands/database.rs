@@ -17,8 +17,14 @@ pub(crate) trait Router: Send + Sync {
     /// Sends one command and returns its reply (error replies included, unconverted).
     fn send(&self, cmd: &Cmd, timeout: Option<Duration>) -> Result<Value>;
 
-    /// Sends commands pipelined in one write and returns one reply each, in order.
-    fn send_many(&self, cmds: &[Cmd], timeout: Option<Duration>) -> Result<Vec<Value>>;
+    /// Sends commands pipelined and returns one reply each, in order. `atomic`: a
+    /// MULTI/EXEC transaction, which must go whole to one connection.
+    fn send_many(
+        &self,
+        cmds: &[Cmd],
+        timeout: Option<Duration>,
+        atomic: bool,
+    ) -> Result<Vec<Value>>;
 }
 
 /// A handle for running commands: `Clone + Send + Sync` and cheap to clone.
@@ -87,8 +93,8 @@ impl Database {
         Transaction::new(self.clone())
     }
 
-    pub(crate) fn send_many(&self, cmds: &[Cmd]) -> Result<Vec<Value>> {
-        self.router.send_many(cmds, self.timeout)
+    pub(crate) fn send_many(&self, cmds: &[Cmd], atomic: bool) -> Result<Vec<Value>> {
+        self.router.send_many(cmds, self.timeout, atomic)
     }
 }
 

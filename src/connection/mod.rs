@@ -50,6 +50,8 @@ pub(crate) struct ConnectionConfig {
     /// request waits for (a refused SUBSCRIBE) goes to the push handler instead of
     /// failing the connection.
     pub subscriber: bool,
+    /// Send `READONLY` in the handshake (cluster replica reads).
+    pub readonly: bool,
 }
 
 /// Identity of a connection, handed to hooks.
@@ -59,6 +61,8 @@ pub(crate) struct ConnectionInfo {
     pub id: u64,
     pub endpoint: Endpoint,
     pub protocol: Protocol,
+    /// `mode` from the server's HELLO reply (`standalone`, `cluster`); RESP2: unknown.
+    pub server_mode: Option<String>,
 }
 
 /// A request waiting for its replies.
@@ -117,15 +121,22 @@ impl Connection {
         let mut transport = Transport::establish(stream, cfg.tls.as_deref(), left.max(ms(1)))
             .map_err(with_endpoint)?;
         let mut decoder = Decoder::new();
-        let hs =
-            handshake::run(&mut transport, &mut decoder, &cfg.options, deadline).map_err(|e| {
-                transport.shutdown.shutdown();
-                with_endpoint(e)
-            })?;
+        let hs = handshake::run(&mut transport, &mut decoder, cfg, deadline).map_err(|e| {
+            transport.shutdown.shutdown();
+            with_endpoint(e)
+        })?;
         let info = ConnectionInfo {
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             endpoint: cfg.endpoint.clone(),
             protocol: hs.protocol,
+            server_mode: hs.server.iter().find_map(|(k, v)| {
+                (k.as_bytes() == Some(b"mode"))
+                    .then(|| {
+                        v.as_bytes()
+                            .map(|b| String::from_utf8_lossy(b).into_owned())
+                    })
+                    .flatten()
+            }),
         };
         let Transport {
             read,
@@ -307,13 +318,11 @@ impl Connection {
         self.shared.closed.load(Ordering::Acquire)
     }
 
-    #[allow(dead_code)]
     pub(crate) fn info(&self) -> &ConnectionInfo {
         &self.shared.info
     }
 
     /// Caller requests in flight (probes, heartbeats and handshakes excluded).
-    #[allow(dead_code)] // idleness for node retirement
     pub(crate) fn caller_inflight(&self) -> usize {
         self.shared.caller_inflight.load(Ordering::Relaxed)
     }

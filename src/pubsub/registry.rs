@@ -104,8 +104,12 @@ impl Registry {
         self.inner.lock().entries.keys().cloned().collect()
     }
 
-    pub(crate) fn is_empty(&self) -> bool {
-        self.inner.lock().entries.is_empty()
+    pub(crate) fn is_confirmed(&self, key: &Key) -> bool {
+        self.inner
+            .lock()
+            .entries
+            .get(key)
+            .is_some_and(|e| e.confirmed)
     }
 
     /// The connection carrying subscriptions was lost: nothing is confirmed any more.
