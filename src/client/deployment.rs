@@ -11,6 +11,7 @@ use super::cluster::ClusterState;
 use super::events::{ClientEvent, EventBus};
 use super::node::Node;
 use super::supervisor::Wake;
+use crate::availability::BreakerPolicy;
 use crate::clock;
 use crate::config::{Endpoint, Options};
 use crate::connection::timeouts::ServerTimeouts;
@@ -28,6 +29,10 @@ pub(crate) struct Deployment {
     pub(crate) cluster: RwLock<Option<Arc<ClusterState>>>,
     mode_known: AtomicBool,
     closed: AtomicBool,
+    /// Set by a group: the breaker for every interactive connection.
+    pub(crate) breaker: Option<Arc<dyn BreakerPolicy>>,
+    /// Set by a group: told at once when a breaker trips on one of our connections.
+    pub(crate) on_breaker_trip: Option<Arc<dyn Fn() + Send + Sync>>,
 }
 
 impl Deployment {
@@ -41,6 +46,8 @@ impl Deployment {
             cluster: RwLock::new(None),
             mode_known: AtomicBool::new(false),
             closed: AtomicBool::new(false),
+            breaker: None,
+            on_breaker_trip: None,
         }
     }
 
@@ -128,7 +135,11 @@ impl Deployment {
             Some(t) => Some(Arc::new(tls::setup(t, &endpoint.host)?)),
             None => None,
         };
-        let on_failure = failure_handler(self.events.clone(), self.wake.clone());
+        let on_failure = failure_handler(
+            self.events.clone(),
+            self.wake.clone(),
+            self.on_breaker_trip.clone(),
+        );
         let config = ConnectionConfig {
             endpoint,
             options,
@@ -140,6 +151,7 @@ impl Deployment {
             subscriber: false,
             // Replicas only serve reads after READONLY; harmless on a master.
             readonly: self.options.replica_reads && self.cluster().is_some(),
+            breaker: self.breaker.clone(),
         };
         let registry = self.registry.clone();
         let pubsub_config = ConnectionConfig {
@@ -152,6 +164,7 @@ impl Deployment {
             )),
             role: "-pubsub",
             subscriber: true,
+            breaker: None,
             ..config.clone()
         };
         Ok(Arc::new(Node::new(
@@ -165,8 +178,17 @@ impl Deployment {
 type FailureHook = Arc<dyn Fn(&ConnectionInfo, FailureKind, &Error) + Send + Sync>;
 
 /// Publishes the failure and wakes the supervisor to reconnect.
-fn failure_handler(events: Arc<EventBus<ClientEvent>>, wake: Sender<Wake>) -> FailureHook {
+fn failure_handler(
+    events: Arc<EventBus<ClientEvent>>,
+    wake: Sender<Wake>,
+    on_breaker_trip: Option<Arc<dyn Fn() + Send + Sync>>,
+) -> FailureHook {
     Arc::new(move |info: &ConnectionInfo, kind: FailureKind, e: &Error| {
+        if kind == FailureKind::CircuitBreaker {
+            if let Some(trip) = &on_breaker_trip {
+                trip();
+            }
+        }
         if kind != FailureKind::ClosedByClient {
             events.publish(ClientEvent::ConnectionFailed {
                 endpoint: info.endpoint.clone(),

@@ -11,7 +11,7 @@ pub(crate) mod events;
 mod link;
 pub(crate) mod node;
 mod router;
-mod supervisor;
+pub(crate) mod supervisor;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -31,7 +31,8 @@ use crate::connection::Connection;
 use crate::error::{Error, ErrorKind, Result};
 use crate::pubsub::Subscriber;
 use crate::resp::{write_arg, write_command_header, Value};
-use deployment::Deployment;
+pub(crate) use deployment::Deployment;
+pub(crate) use node::Node;
 use supervisor::Wake;
 
 /// Anything `Client::connect` accepts: a URL, an option string, or `Options`.
@@ -127,13 +128,32 @@ impl Client {
     /// made; with `false` it returns at once and connects in the background, commands
     /// waiting in the backlog meanwhile.
     pub fn connect(options: impl IntoOptions) -> Result<Client> {
-        let options = Arc::new(options.into_options()?);
+        Client::connect_with(options.into_options()?, None)
+    }
+
+    /// A group member's client: it never fails to be created for a down server, it
+    /// has no supervisor thread of its own (the group's runs its timed work), and its
+    /// connections carry the group's circuit breaker.
+    pub(crate) fn connect_member(options: Options, setup: MemberSetup) -> Result<Client> {
+        let mut options = options;
+        options.abort_connect = false;
+        Client::connect_with(options, Some(setup))
+    }
+
+    fn connect_with(options: Options, member: Option<MemberSetup>) -> Result<Client> {
+        let options = Arc::new(options);
         if options.endpoints.is_empty() {
             return Err(Error::new(ErrorKind::Config, "no endpoint given"));
         }
         // Bounded: a wake-up that finds the channel full is redundant anyway.
-        let (wake_tx, wake_rx) = bounded(64);
-        let deployment = Arc::new(Deployment::new(options.clone(), wake_tx.clone()));
+        let (own_wake_tx, wake_rx) = bounded(64);
+        let wake_tx = member.as_ref().map_or(own_wake_tx, |m| m.wake.clone());
+        let mut deployment = Deployment::new(options.clone(), wake_tx.clone());
+        if let Some(m) = &member {
+            deployment.breaker = m.breaker.clone();
+            deployment.on_breaker_trip = Some(m.on_breaker_trip.clone());
+        }
+        let deployment = Arc::new(deployment);
         let mut last_error = None;
         for endpoint in &options.endpoints {
             let node = deployment.make_node(endpoint.clone())?;
@@ -157,18 +177,25 @@ impl Client {
         } else {
             detect_cluster(&deployment);
         }
-        let name = deployment
-            .primary()
-            .map_or_else(String::new, |n| n.endpoint.to_string());
-        let sup = deployment.clone();
-        let supervisor = std::thread::Builder::new()
-            .name(format!("rr-supervisor {name}"))
-            .spawn(move || supervisor::run(sup, wake_rx))
-            .map_err(|e| Error::new(ErrorKind::Io, format!("cannot start the supervisor: {e}")))?;
+        let supervisor = if member.is_some() {
+            None
+        } else {
+            let name = deployment
+                .primary()
+                .map_or_else(String::new, |n| n.endpoint.to_string());
+            let sup = deployment.clone();
+            let thread = std::thread::Builder::new()
+                .name(format!("rr-supervisor {name}"))
+                .spawn(move || supervisor::run(sup, wake_rx))
+                .map_err(|e| {
+                    Error::new(ErrorKind::Io, format!("cannot start the supervisor: {e}"))
+                })?;
+            Some(thread)
+        };
         let inner = Arc::new(ClientInner {
             options,
             deployment,
-            supervisor: Mutex::new(Some(supervisor)),
+            supervisor: Mutex::new(supervisor),
             closed: AtomicBool::new(false),
         });
         Ok(Client {
@@ -233,6 +260,10 @@ impl Client {
         Ok(())
     }
 
+    pub(crate) fn deployment(&self) -> &Arc<Deployment> {
+        &self.handle.inner.deployment
+    }
+
     /// The endpoints of every node known now.
     pub fn nodes(&self) -> Vec<Endpoint> {
         self.handle
@@ -249,6 +280,15 @@ impl Client {
     pub fn close(&self) {
         self.handle.inner.shutdown();
     }
+}
+
+/// What a group hands to its members' clients.
+pub(crate) struct MemberSetup {
+    /// The group supervisor's wake-up channel (shared by all members).
+    pub wake: crossbeam_channel::Sender<Wake>,
+    pub breaker: Option<Arc<dyn crate::availability::BreakerPolicy>>,
+    /// Called at once when a breaker trips on one of the member's connections.
+    pub on_breaker_trip: Arc<dyn Fn() + Send + Sync>,
 }
 
 /// Decides once whether the deployment is a cluster, from the first connected node:

@@ -42,71 +42,97 @@ pub(crate) enum Wake {
 /// silent socket is kept.
 const DEAD_GRACE: Duration = Duration::from_millis(500);
 
+/// Outstanding heartbeats of one deployment: per node endpoint, one per connection.
+#[derive(Default)]
+pub(crate) struct Heartbeats(HashMap<Endpoint, [Option<Arc<Slot>>; 2]>);
+
+/// The supervisor loop of a standalone client (a group runs `tick` for its members
+/// from its own loop instead).
 pub(crate) fn run(deployment: Arc<Deployment>, wake: Receiver<Wake>) {
-    let tick = (deployment.options.keep_alive / 4)
-        .clamp(Duration::from_millis(50), Duration::from_millis(250));
-    // Per node endpoint: the outstanding heartbeat of each of its two connections.
-    let mut heartbeats: HashMap<Endpoint, [Option<Arc<Slot>>; 2]> = HashMap::new();
+    let mut heartbeats = Heartbeats::default();
     loop {
         if deployment.is_closed() {
             return;
         }
-        let nodes = deployment.nodes();
-        heartbeats.retain(|e, _| nodes.iter().any(|n| n.endpoint == *e));
-        for node in &nodes {
-            if node.is_closed() {
-                continue;
-            }
-            let [interactive_beat, pubsub_beat] =
-                heartbeats.entry(node.endpoint.clone()).or_default();
-            match node.current() {
-                Some(conn) => watch(node, &node.interactive, &conn, interactive_beat),
-                None => {
-                    if let Some(conn) = reconnect_if_due(node, &node.interactive) {
-                        node.install(conn);
-                        super::detect_cluster(&deployment);
-                        if let Some(state) = deployment.cluster() {
-                            state.request_refresh();
-                        }
-                    }
-                }
-            }
-            match node.pubsub.current() {
-                Some(conn) => watch(node, &node.pubsub, &conn, pubsub_beat),
-                None => {
-                    let carried = deployment.subscriptions_for(node);
-                    if !carried.is_empty() {
-                        if let Some(conn) = reconnect_if_due(node, &node.pubsub) {
-                            node.install_pubsub(conn, carried);
-                        }
-                    }
-                }
-            }
-        }
-        if let Some(state) = deployment.cluster() {
-            if state.refresh_due() {
-                cluster::refresh(&deployment, &state);
-            }
-            for endpoint in state.finish_retirements() {
-                deployment.remove(&endpoint);
-            }
-        }
-        let next = nodes
-            .iter()
-            .flat_map(|n| [&n.interactive, &n.pubsub])
-            .filter_map(|l| l.reconnect.lock().next_at)
-            .map(|at| at.saturating_duration_since(Instant::now()))
-            .min()
-            .map_or(tick, |d| d.min(tick));
-        match wake.recv_timeout(next) {
+        tick(&deployment, &mut heartbeats);
+        match wake.recv_timeout(next_wait(&deployment)) {
             Ok(Wake::Shutdown) | Err(RecvTimeoutError::Disconnected) => return,
-            Ok(Wake::Resubscribe(key)) => resubscribe(&deployment, &key),
-            Ok(Wake::ConnectionLost | Wake::RefreshTopology) => {
-                if let Some(state) = deployment.cluster() {
-                    state.request_refresh();
+            Ok(w) => handle_wake(&deployment, &w),
+            Err(RecvTimeoutError::Timeout) => {}
+        }
+    }
+}
+
+/// How long the loop may wait before the next due piece of work.
+pub(crate) fn next_wait(deployment: &Deployment) -> Duration {
+    let tick = (deployment.options.keep_alive / 4)
+        .clamp(Duration::from_millis(50), Duration::from_millis(250));
+    deployment
+        .nodes()
+        .iter()
+        .flat_map(|n| [&n.interactive, &n.pubsub])
+        .filter_map(|l| l.reconnect.lock().next_at)
+        .map(|at| at.saturating_duration_since(Instant::now()))
+        .min()
+        .map_or(tick, |d| d.min(tick))
+}
+
+/// Acts on a wake-up.
+pub(crate) fn handle_wake(deployment: &Deployment, wake: &Wake) {
+    match wake {
+        Wake::Resubscribe(key) => resubscribe(deployment, key),
+        Wake::ConnectionLost | Wake::RefreshTopology => {
+            if let Some(state) = deployment.cluster() {
+                state.request_refresh();
+            }
+        }
+        Wake::NodeAdded | Wake::Shutdown => {}
+    }
+}
+
+/// One pass of timed work: heartbeats, dead-connection checks, reconnects, cluster
+/// refresh and retirement.
+pub(crate) fn tick(deployment: &Deployment, heartbeats: &mut Heartbeats) {
+    let nodes = deployment.nodes();
+    heartbeats
+        .0
+        .retain(|e, _| nodes.iter().any(|n| n.endpoint == *e));
+    for node in &nodes {
+        if node.is_closed() {
+            continue;
+        }
+        let [interactive_beat, pubsub_beat] =
+            heartbeats.0.entry(node.endpoint.clone()).or_default();
+        match node.current() {
+            Some(conn) => watch(node, &node.interactive, &conn, interactive_beat),
+            None => {
+                if let Some(conn) = reconnect_if_due(node, &node.interactive) {
+                    node.install(conn);
+                    super::detect_cluster(deployment);
+                    if let Some(state) = deployment.cluster() {
+                        state.request_refresh();
+                    }
                 }
             }
-            Ok(Wake::NodeAdded) | Err(RecvTimeoutError::Timeout) => {}
+        }
+        match node.pubsub.current() {
+            Some(conn) => watch(node, &node.pubsub, &conn, pubsub_beat),
+            None => {
+                let carried = deployment.subscriptions_for(node);
+                if !carried.is_empty() {
+                    if let Some(conn) = reconnect_if_due(node, &node.pubsub) {
+                        node.install_pubsub(conn, carried);
+                    }
+                }
+            }
+        }
+    }
+    if let Some(state) = deployment.cluster() {
+        if state.refresh_due() {
+            cluster::refresh(deployment, &state);
+        }
+        for endpoint in state.finish_retirements() {
+            deployment.remove(&endpoint);
         }
     }
 }

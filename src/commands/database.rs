@@ -93,6 +93,10 @@ impl Database {
         Transaction::new(self.clone())
     }
 
+    pub(crate) fn router(&self) -> &Arc<dyn Router> {
+        &self.router
+    }
+
     pub(crate) fn send_many(&self, cmds: &[Cmd], atomic: bool) -> Result<Vec<Value>> {
         self.router.send_many(cmds, self.timeout, atomic)
     }

@@ -22,6 +22,7 @@ use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
 
+use crate::availability::{Accumulator, BreakerPolicy, FaultContext};
 use crate::config::{Endpoint, Options, Protocol};
 use crate::error::{Error, ErrorKind, FailureKind, Result};
 use crate::resp::{Decoder, Value};
@@ -52,6 +53,8 @@ pub(crate) struct ConnectionConfig {
     pub subscriber: bool,
     /// Send `READONLY` in the handshake (cluster replica reads).
     pub readonly: bool,
+    /// The circuit breaker watching this connection's caller traffic.
+    pub breaker: Option<Arc<dyn BreakerPolicy>>,
 }
 
 /// Identity of a connection, handed to hooks.
@@ -99,6 +102,7 @@ pub(crate) struct Shared {
     on_push: Option<PushHandler>,
     on_failure: Option<FailureHandler>,
     subscriber: bool,
+    breaker: Option<Box<dyn Accumulator>>,
 }
 
 /// A live connection. Cheap to share behind an `Arc`; closing it ends both threads.
@@ -167,6 +171,7 @@ impl Connection {
             on_push: cfg.on_push.clone(),
             on_failure: cfg.on_failure.clone(),
             subscriber: cfg.subscriber,
+            breaker: cfg.breaker.as_ref().map(|b| b.create_accumulator()),
         });
         for push in hs.early_pushes {
             shared.dispatch_push(push);
@@ -204,7 +209,7 @@ impl Connection {
         self.submit(frame, replies, timeout, caller_work, slot.clone())
             .map_err(RequestError::Unsent)?;
         let timeouts = &self.shared.timeouts;
-        match slot.wait(|| deadline_after(start, timeouts.effective(timeout))) {
+        let result = match slot.wait(|| deadline_after(start, timeouts.effective(timeout))) {
             Waited::Ready(outcome) => Ok(outcome),
             Waited::TimedOut => {
                 let waited = Instant::now() - start;
@@ -217,6 +222,32 @@ impl Connection {
                     .with_maintenance(timeouts.maintenance()),
                 ))
             }
+        };
+        if caller_work {
+            self.observe(&result);
+        }
+        result
+    }
+
+    /// Feeds the outcome of caller traffic to the circuit breaker; a trip closes the
+    /// connection (the owner reconnects, a group moves traffic away).
+    fn observe(&self, result: &std::result::Result<Outcome, RequestError>) {
+        let Some(breaker) = &self.shared.breaker else {
+            return;
+        };
+        let fault = match result {
+            Ok(Outcome::One(v)) => match v.error_message() {
+                Some(m) => FaultContext::from_kind(Error::from_server_reply(m).kind()),
+                None => FaultContext::success(),
+            },
+            Ok(Outcome::Many(_)) => FaultContext::success(),
+            Ok(Outcome::Failed(e)) | Err(RequestError::Failed(e)) => FaultContext::from_error(e),
+            Err(RequestError::Unsent(_)) => return,
+        };
+        breaker.observe(&fault);
+        if !breaker.is_healthy() {
+            log::warn!("{}: circuit breaker tripped", self.shared.endpoint_text);
+            self.close(FailureKind::CircuitBreaker);
         }
     }
 

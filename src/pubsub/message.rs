@@ -35,7 +35,7 @@ impl MessageKind {
 }
 
 /// One published message.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug)]
 #[non_exhaustive]
 pub struct Message {
     /// How it was subscribed to.
@@ -46,7 +46,19 @@ pub struct Message {
     pub pattern: Option<Vec<u8>>,
     /// The payload.
     pub payload: Vec<u8>,
+    /// When it was read off the connection (a group delivers a message only if its
+    /// member was active then).
+    pub(crate) received_at: std::time::Instant,
 }
+
+impl PartialEq for Message {
+    fn eq(&self, other: &Message) -> bool {
+        (self.kind, &self.channel, &self.pattern, &self.payload)
+            == (other.kind, &other.channel, &other.pattern, &other.payload)
+    }
+}
+
+impl Eq for Message {}
 
 impl Message {
     /// The channel as text (invalid UTF-8 replaced).
@@ -86,12 +98,14 @@ pub(crate) fn parse(frame: &Value) -> Option<PubSubFrame> {
             channel: text(1)?,
             pattern: None,
             payload: text(2)?,
+            received_at: std::time::Instant::now(),
         }),
         b"pmessage" => PubSubFrame::Message(Message {
             kind: MessageKind::Pattern,
             pattern: Some(text(1)?),
             channel: text(2)?,
             payload: text(3)?,
+            received_at: std::time::Instant::now(),
         }),
         b"subscribe" => PubSubFrame::Subscribed(MessageKind::Channel, text(1)?),
         b"psubscribe" => PubSubFrame::Subscribed(MessageKind::Pattern, text(1)?),

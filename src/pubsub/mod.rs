@@ -143,7 +143,26 @@ impl Subscriber {
         self.inner.db.query(&cmd)
     }
 
-    fn add(&self, kind: MessageKind, name: &[u8]) -> Result<Subscription> {
+    /// Registers a subscription without waiting for the server to confirm it (a group
+    /// subscribes on members that may be down; they confirm when they come back).
+    pub(crate) fn add_unconfirmed(&self, kind: MessageKind, name: &[u8]) -> Subscription {
+        let key: Key = (kind, name.to_vec());
+        let reg = self.inner.registry.register(key.clone());
+        if reg.first {
+            if let Err(e) = self.inner.links.send(&key, true) {
+                log::debug!("SUBSCRIBE deferred until reconnect: {e}");
+            }
+        }
+        Subscription {
+            key,
+            id: reg.id,
+            rx: reg.rx,
+            dropped: reg.dropped,
+            subscriber: self.clone(),
+        }
+    }
+
+    pub(crate) fn add(&self, kind: MessageKind, name: &[u8]) -> Result<Subscription> {
         let key: Key = (kind, name.to_vec());
         let reg = self.inner.registry.register(key.clone());
         let sub = Subscription {

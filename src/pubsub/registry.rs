@@ -197,6 +197,7 @@ mod tests {
             channel: ch.as_bytes().to_vec(),
             pattern: None,
             payload: n.to_string().into_bytes(),
+            received_at: Instant::now(),
         })
     }
 
