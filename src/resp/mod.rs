@@ -6,8 +6,12 @@
 
 mod decoder;
 mod encoder;
+mod header;
+mod partial;
 mod value;
 
 pub use decoder::{Decoder, Limits};
-pub use encoder::{encode_value, write_arg, write_command_header, write_int_arg};
+pub use encoder::{
+    encode_value, encode_value_resp2, write_arg, write_command_header, write_int_arg,
+};
 pub use value::Value;
