@@ -49,14 +49,15 @@ pub trait ServerCommands: Commands {
     /// the writes sent before it, or `timeout` passes; returns how many did.
     ///
     /// Runs on the shared connection, *not* on a dedicated blocking one, although it
-    /// blocks: `WAIT` counts acknowledgements of the writes made on the connection it
-    /// runs on. Every caller's writes travel on the shared connection, so that is the
-    /// one to ask; on a fresh dedicated connection there are no writes to wait for
-    /// and `WAIT` would at once report every connected replica, lagging or not (a
-    /// test pauses a replica to show this). The cost: replies queued behind it wait
-    /// too, so keep `timeout` short, and below the command timeout (`syncTimeout`, or
-    /// `Database::with_timeout`), or the call times out and the connection, silent
-    /// meanwhile, may be judged dead. `Duration::ZERO` would wait forever: don't.
+    /// blocks. The server waits for the replication offset as of the *previous command
+    /// on the same connection*. Every caller's writes travel on the shared connection,
+    /// so there that offset covers them; a pooled dedicated connection's offset dates
+    /// from its last use, possibly before the caller's write, and `WAIT` there reports
+    /// replicas that never received it (a test shows this with a paused replica). The
+    /// cost: replies queued behind it wait too, so keep `timeout` short, and below the
+    /// command timeout (`syncTimeout`, or `Database::with_timeout`), or the call times
+    /// out and the connection, silent meanwhile, may be judged dead.
+    /// `Duration::ZERO` would wait forever: don't.
     fn wait(&self, numreplicas: u32, timeout: Duration) -> Self::Out<i64> {
         let cmd = Cmd::typed("WAIT", Always).arg(numreplicas);
         self.run(cmd.arg(millis_ceil(timeout)))

@@ -6,17 +6,18 @@ use std::time::Duration;
 
 use resilient_redis::config::Protocol;
 use resilient_redis::resp::Value;
-use resilient_redis::{Client, Database, Options};
+use resilient_redis::{Client, Database, Endpoint, Options};
 
 use crate::support::RedisServer;
 
 /// A client speaking `protocol` to `server`, with a command timeout.
 pub fn connect_with(server: &RedisServer, protocol: Protocol, timeout: Duration) -> Client {
-    let options = Options::builder()
-        .endpoint(&server.addr())
-        .protocol(protocol)
-        .command_timeout(timeout)
-        .build();
+    // Fields rather than the builder: `OptionsBuilder::endpoint` parses its text
+    // with the URL/option-string parser, which lives on another branch.
+    let mut options = Options::default();
+    options.endpoints = vec![Endpoint::new("127.0.0.1", server.port)];
+    options.protocol = Some(protocol);
+    options.command_timeout = timeout;
     Client::connect(options).expect("connect to the test server")
 }
 
