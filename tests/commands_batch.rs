@@ -153,3 +153,22 @@ fn a_watched_key_changed_meanwhile_aborts_with_false() {
         );
     }
 }
+
+#[test]
+fn a_blocking_command_in_a_batch_is_refused_before_anything_is_sent() {
+    let Some(server) = support::RedisServer::start() else {
+        return;
+    };
+    let db = Client::connect(server.url().as_str()).unwrap().database();
+    let batch = db.batch();
+    let set = batch.set("bb:k", "v");
+    let _popped = batch.blpop::<Option<(String, String)>>("bb:list", Duration::from_secs(1));
+    let err = batch.execute().unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidInput);
+    assert!(set.wait().is_err());
+    assert_eq!(
+        db.get::<Option<String>>("bb:k").unwrap(),
+        None,
+        "nothing was sent"
+    );
+}

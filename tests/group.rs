@@ -150,7 +150,10 @@ fn a_stopped_member_is_left_and_failback_waits_for_the_delay() {
     assert!(wait_until(WAIT, || active_name(&group) == "m1"));
     assert!(group.members()[0].is_unhealthy());
     servers[0].resume();
-    assert!(wait_until(WAIT, || active_name(&group) == "m0"), "no failback");
+    assert!(
+        wait_until(WAIT, || active_name(&group) == "m0"),
+        "no failback"
+    );
     // Its last failure came after the pause, so failback cannot come sooner than the
     // delay after the pause.
     assert!(paused_at.elapsed() >= delay);
@@ -161,7 +164,11 @@ fn a_stopped_member_is_left_and_failback_waits_for_the_delay() {
             _ => None,
         })
         .collect();
-    assert_eq!(reasons, vec![ChangeReason::HealthCheck, ChangeReason::Failback], "{reasons:?}");
+    assert_eq!(
+        reasons,
+        vec![ChangeReason::HealthCheck, ChangeReason::Failback],
+        "{reasons:?}"
+    );
     assert_eq!(group.database().get::<String>("whoami").unwrap(), "m0");
 }
 

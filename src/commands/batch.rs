@@ -152,6 +152,17 @@ impl Batch {
         if cmds.is_empty() {
             return self.queue.finish(Ok(Vec::new()));
         }
+        // A blocking command would hold the shared connection, and every caller
+        // behind it, for its whole block time (inside MULTI it does not block).
+        if let Some(c) = cmds.iter().find(|c| c.block_time().is_some()) {
+            let e = Error::new(
+                ErrorKind::InvalidInput,
+                "a blocking command cannot run in a batch; run it on its own",
+            )
+            .with_command(c.name());
+            *self.queue.cmds.borrow_mut() = cmds;
+            return self.queue.finish(Err(e));
+        }
         let outcome = self.db.send_many(&cmds, false);
         *self.queue.cmds.borrow_mut() = cmds;
         self.queue.finish(outcome)

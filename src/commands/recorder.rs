@@ -37,15 +37,7 @@ pub(crate) fn line(cmd: &Cmd) -> String {
 
 /// The key arguments, decoded.
 pub(crate) fn keys(cmd: &Cmd) -> Vec<String> {
-    cmd.key_args()
-        .flat_map(|raw| {
-            let text = String::from_utf8_lossy(raw).into_owned();
-            text.split("\r\n")
-                .skip(1)
-                .step_by(2)
-                .filter(|s| !s.is_empty())
-                .map(str::to_string)
-                .collect::<Vec<_>>()
-        })
+    cmd.keys()
+        .map(|raw| String::from_utf8_lossy(raw).into_owned())
         .collect()
 }
