@@ -10,6 +10,8 @@ pub mod config;
 pub(crate) mod connection;
 mod error;
 pub mod resp;
+#[cfg(feature = "testkit")]
+pub mod testkit;
 
 pub use client::{Client, ClientEvent, IntoOptions, EVENT_QUEUE_BOUND};
 pub use commands::{
