@@ -269,7 +269,7 @@ pub(crate) fn deliver(server: &Arc<ServerInner>, n: &Notification, id: u64) {
             closes_at,
         });
         let timer_server = server.clone();
-        let started = server.spawn("moving", move || moving_timer(timer_server, id, closes_at));
+        let started = server.spawn("mov", move || moving_timer(timer_server, id, closes_at));
         if let Err(e) = started {
             log::warn!("fake server: cannot start the MOVING timer: {e}");
         }

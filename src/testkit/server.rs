@@ -97,14 +97,15 @@ impl ServerInner {
         self.conns.lock().values().cloned().collect()
     }
 
-    /// Starts a thread named `fake-<what>-<port>` that is joined on shutdown.
+    /// Starts a thread named `fake-<port>-<what>` that is joined on shutdown (Linux
+    /// shows 15 bytes of a thread name, so `what` stays short).
     pub(crate) fn spawn(
         self: &Arc<Self>,
         what: &str,
         f: impl FnOnce() + Send + 'static,
     ) -> io::Result<()> {
         let handle = std::thread::Builder::new()
-            .name(format!("fake-{what}-{}", self.addr.port()))
+            .name(format!("fake-{}-{what}", self.addr.port()))
             .spawn(f)?;
         let mut threads = self.threads.lock();
         threads.retain(|t| !t.is_finished());
@@ -263,7 +264,7 @@ fn start(b: FakeServerBuilder, cluster: Option<ClusterLink>) -> io::Result<FakeS
     }
     let accept_inner = inner.clone();
     let accept = std::thread::Builder::new()
-        .name(format!("fake-accept-{}", addr.port()))
+        .name(format!("fake-{}-accept", addr.port()))
         .spawn(move || accept_loop(accept_inner, listener))?;
     Ok(FakeServer {
         inner,
@@ -344,7 +345,7 @@ fn admit(server: &Arc<ServerInner>, stream: TcpStream) -> io::Result<()> {
     let conn = Arc::new(ConnHandle::new(id, &stream)?);
     server.conns.lock().insert(id, conn.clone());
     let thread_server = server.clone();
-    let result = server.spawn(&format!("conn{id}"), move || {
+    let result = server.spawn(&format!("c{id}"), move || {
         conn::serve(thread_server, conn, stream)
     });
     if result.is_err() {
