@@ -367,9 +367,21 @@ impl FakeCluster {
         for _ in 0..masters {
             cluster.add_node()?;
         }
+        // As `redis-cli --cluster create` splits them: 3 masters get 0-5460,
+        // 5461-10922 and 10923-16383.
         let mut topo = cluster.state.topo.lock();
-        for (slot, owner) in topo.slots.iter_mut().enumerate() {
-            *owner = Some(slot * masters / SLOTS as usize);
+        let per = SLOTS as f64 / masters as f64;
+        let (mut first, mut cursor) = (0usize, 0.0f64);
+        for i in 0..masters {
+            let mut last = (cursor + per - 1.0).round() as usize;
+            if last >= SLOTS as usize || i == masters - 1 {
+                last = SLOTS as usize - 1;
+            }
+            for owner in &mut topo.slots[first..=last] {
+                *owner = Some(i);
+            }
+            first = last + 1;
+            cursor += per;
         }
         drop(topo);
         Ok(cluster)
