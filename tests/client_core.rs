@@ -291,7 +291,9 @@ fn errors_name_the_command_and_endpoint_but_not_the_arguments() {
 
 #[test]
 fn a_server_that_stops_answering_is_detected_and_the_connection_replaced() {
-    let Some(server) = RedisServer::start() else { return };
+    let Some(server) = RedisServer::start() else {
+        return;
+    };
     let client = Client::connect(
         Options::builder()
             .endpoint(&server.addr())
@@ -308,11 +310,21 @@ fn a_server_that_stops_answering_is_detected_and_the_connection_replaced() {
     let started = Instant::now();
     let err = db.ping().unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Timeout);
-    assert!(started.elapsed() < Duration::from_millis(1500), "{:?}", started.elapsed());
+    assert!(
+        started.elapsed() < Duration::from_millis(1500),
+        "{:?}",
+        started.elapsed()
+    );
     // The socket is open but silent: the supervisor must call it dead by itself.
     let dead = wait_until(Duration::from_secs(5), || {
         events.try_iter().any(|e| {
-            matches!(e, ClientEvent::ConnectionFailed { failure: FailureKind::Timeout, .. })
+            matches!(
+                e,
+                ClientEvent::ConnectionFailed {
+                    failure: FailureKind::Timeout,
+                    ..
+                }
+            )
         })
     });
     assert!(dead, "the silent connection was not declared dead");
@@ -322,7 +334,9 @@ fn a_server_that_stops_answering_is_detected_and_the_connection_replaced() {
 
 #[test]
 fn idle_connections_get_heartbeats() {
-    let Some(server) = RedisServer::start() else { return };
+    let Some(server) = RedisServer::start() else {
+        return;
+    };
     let client = Client::connect(
         Options::builder()
             .endpoint(&server.addr())
