@@ -63,7 +63,7 @@ fn expire_generic(ctx: &mut Ctx<'_, '_>, args: &[Vec<u8>], unit_ms: i64, name: &
         None => !xx && !gt,
         Some(cur) => {
             !nx && (!gt || new_at.is_some_and(|t| t > cur) && ms > 0)
-                && (!lt || new_at.map_or(true, |t| t < cur))
+                && (!lt || !matches!(new_at, Some(t) if t >= cur))
         }
     };
     if !allowed {
