@@ -118,13 +118,18 @@ impl Drop for KillOnDrop {
 fn start_local_server() -> Result<(String, Child), Box<dyn std::error::Error>> {
     let port = TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
     let child = Command::new("redis-server")
-        .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", ""])
+        .args([
+            "--port",
+            &port.to_string(),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+        ])
         .args(["--appendonly", "no"])
         .stdout(Stdio::null())
         .spawn()
-        .map_err(|e| {
-            format!("no URL given and redis-server could not be started ({e})")
-        })?;
+        .map_err(|e| format!("no URL given and redis-server could not be started ({e})"))?;
     let deadline = Instant::now() + Duration::from_secs(10);
     while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
         if Instant::now() > deadline {
