@@ -12,6 +12,8 @@ pub(crate) mod connection;
 mod error;
 pub mod pubsub;
 pub mod resp;
+#[cfg(feature = "testkit")]
+pub mod testkit;
 
 pub use client::cluster;
 pub use client::{Client, ClientEvent, ClusterStats, IntoOptions, EVENT_QUEUE_BOUND};
