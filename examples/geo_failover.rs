@@ -33,9 +33,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .iter()
         .zip(&urls)
         .map(|((name, weight), url)| {
-            Member::new(format!("{url}?syncTimeout=500&connectTimeout=500&reconnectMax=500"))
-                .with_name(*name)
-                .with_weight(*weight)
+            Member::new(format!(
+                "{url}?syncTimeout=500&connectTimeout=500&reconnectMax=500"
+            ))
+            .with_name(*name)
+            .with_weight(*weight)
         })
         .collect();
     let options = GroupOptions::default()
@@ -112,7 +114,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         last = (o, f);
         for e in events.try_iter() {
             match e {
-                GroupEvent::ActiveChanged { previous, current, reason } => println!(
+                GroupEvent::ActiveChanged {
+                    previous,
+                    current,
+                    reason,
+                } => println!(
                     "          event: active {} -> {} ({reason:?})",
                     previous.as_ref().map_or("none", |m| m.name()),
                     current.as_ref().map_or("none", |m| m.name())
@@ -165,7 +171,9 @@ impl LocalServer {
             .args(["--save", "", "--appendonly", "no"])
             .stdout(Stdio::null())
             .spawn()
-            .map_err(|e| format!("redis-server could not be started ({e}); install it or pass three URLs"))?;
+            .map_err(|e| {
+                format!("redis-server could not be started ({e}); install it or pass three URLs")
+            })?;
         self.child = Some(child);
         let deadline = Instant::now() + Duration::from_secs(10);
         while std::net::TcpStream::connect(("127.0.0.1", self.port)).is_err() {
