@@ -39,12 +39,18 @@ fn options() -> GroupOptions {
 }
 
 fn active(group: &Group) -> String {
-    group.active().map(|m| m.name().to_string()).unwrap_or_default()
+    group
+        .active()
+        .map(|m| m.name().to_string())
+        .unwrap_or_default()
 }
 
 fn group_of(servers: &[FakeServer; 2], options: GroupOptions) -> Group {
-    let g = Group::connect(vec![member(&servers[0], "a", 2), member(&servers[1], "b", 1)], options)
-        .unwrap();
+    let g = Group::connect(
+        vec![member(&servers[0], "a", 2), member(&servers[1], "b", 1)],
+        options,
+    )
+    .unwrap();
     assert_eq!(active(&g), "a");
     g
 }
@@ -101,7 +107,11 @@ fn an_error_storm_trips_the_breaker_and_the_member_is_flagged_at_once() {
             _ => None,
         })
         .collect();
-    assert_eq!(reasons.first(), Some(&ChangeReason::CircuitBreaker), "{reasons:?}");
+    assert_eq!(
+        reasons.first(),
+        Some(&ChangeReason::CircuitBreaker),
+        "{reasons:?}"
+    );
     assert!(group.members()[0].is_unhealthy());
     db.set("k", "v").unwrap();
 }
@@ -109,7 +119,9 @@ fn an_error_storm_trips_the_breaker_and_the_member_is_flagged_at_once() {
 #[test]
 fn application_errors_do_not_trip_the_breaker() {
     let servers = fakes();
-    let breaker = CircuitBreaker::builder().minimum_number_of_failures(5).build();
+    let breaker = CircuitBreaker::builder()
+        .minimum_number_of_failures(5)
+        .build();
     let group = group_of(&servers, options().circuit_breaker(breaker));
     let db = group.database();
     db.cmd("LPUSH").arg("list").arg("x").exec().unwrap();
@@ -129,8 +141,13 @@ fn pubsub_delivers_from_the_active_member_only_through_a_failover() {
     sub.publish("news", "from-a").unwrap();
     assert_eq!(s.recv_timeout(WAIT).unwrap().payload, b"from-a");
     // Straight to the passive member: must not be delivered, now or later.
-    let direct_b = Client::connect(servers[1].url().as_str()).unwrap().subscriber();
-    assert!(wait_until(WAIT, || direct_b.publish("news", "stray").unwrap() == 1));
+    let direct_b = Client::connect(servers[1].url().as_str())
+        .unwrap()
+        .subscriber();
+    assert!(wait_until(WAIT, || direct_b
+        .publish("news", "stray")
+        .unwrap()
+        == 1));
     servers[0].hang(true);
     assert!(wait_until(WAIT, || active(&group) == "b"));
     sub.publish("news", "from-b").unwrap();
