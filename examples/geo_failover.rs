@@ -28,7 +28,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     } else {
         let fake = args.iter().any(|a| a == "--fake");
         for _ in 0..3 {
-            local.push(if fake { LocalServer::fake()? } else { LocalServer::start()? });
+            local.push(if fake {
+                LocalServer::fake()?
+            } else {
+                LocalServer::start()?
+            });
         }
         local.iter().map(|s| s.url()).collect()
     };
@@ -157,7 +161,10 @@ fn name(group: &Group) -> String {
 /// A throw-away region: a `redis-server` on a free loopback port, or an in-process
 /// fake when none is installed.
 enum LocalServer {
-    Process { port: u16, child: Option<Child> },
+    Process {
+        port: u16,
+        child: Option<Child>,
+    },
     #[cfg(feature = "testkit")]
     Fake(resilient_redis::testkit::FakeServer),
 }
@@ -177,7 +184,9 @@ impl LocalServer {
 
     #[cfg(feature = "testkit")]
     fn fake() -> Result<LocalServer, Box<dyn std::error::Error>> {
-        Ok(LocalServer::Fake(resilient_redis::testkit::FakeServer::start()?))
+        Ok(LocalServer::Fake(
+            resilient_redis::testkit::FakeServer::start()?,
+        ))
     }
 
     #[cfg(not(feature = "testkit"))]
