@@ -41,6 +41,10 @@ impl Router for GroupRouter {
         self.active_router()?.send(cmd, timeout)
     }
 
+    fn leased(&self, key: Option<&[u8]>, timeout: Option<Duration>) -> Result<Arc<dyn Router>> {
+        self.active_router()?.leased(key, timeout)
+    }
+
     fn send_many(
         &self,
         cmds: &[Cmd],

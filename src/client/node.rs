@@ -30,7 +30,7 @@ pub(crate) struct Node {
     wait_lock: Mutex<()>,
     available: Condvar,
     backlog_waiting: AtomicUsize,
-    pub(crate) blocking: BlockingPool,
+    pub(crate) blocking: Arc<BlockingPool>,
     closed: AtomicBool,
     pub(crate) events: Arc<EventBus<ClientEvent>>,
 }
@@ -41,7 +41,7 @@ impl Node {
         pubsub_config: ConnectionConfig,
         events: Arc<EventBus<ClientEvent>>,
     ) -> Node {
-        let blocking = BlockingPool::new(config.clone());
+        let blocking = Arc::new(BlockingPool::new(config.clone()));
         Node {
             endpoint: config.endpoint.clone(),
             interactive: Link::new(config),

@@ -205,7 +205,13 @@ impl Transaction {
         }
     }
 
+    pub(crate) fn router(&self) -> &Arc<dyn super::Router> {
+        self.db.router()
+    }
+
     /// Adds keys to `WATCH`: the transaction aborts if any changes before `EXEC`.
+    /// Sent in the same write as `MULTI`/`EXEC`, so it only guards that instant; to
+    /// guard values read beforehand use [`Database::watch`].
     pub fn watch(&self, keys: impl ToArgs) {
         self.watch
             .borrow_mut()

@@ -8,7 +8,7 @@ use super::batch::{Batch, Transaction};
 use super::cmd::Cmd;
 use super::from_value::FromValue;
 use super::Commands;
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorKind, Result};
 use crate::resp::Value;
 
 /// Where a `Database` sends its commands: one deployment, a cluster slot map, or the
@@ -25,6 +25,10 @@ pub(crate) trait Router: Send + Sync {
         timeout: Option<Duration>,
         atomic: bool,
     ) -> Result<Vec<Value>>;
+
+    /// A router bound to one dedicated connection (on the server owning `key`), for a
+    /// sequence that must not share its connection: WATCH, reads, MULTI/EXEC.
+    fn leased(&self, key: Option<&[u8]>, timeout: Option<Duration>) -> Result<Arc<dyn Router>>;
 }
 
 /// A handle for running commands: `Clone + Send + Sync` and cheap to clone.
@@ -81,6 +85,57 @@ impl Database {
     pub fn query<T: FromValue>(&self, cmd: &Cmd) -> Result<T> {
         let reply = self.router.send(cmd, self.timeout)?;
         convert(reply, cmd)
+    }
+
+    /// An optimistic transaction that guards a read-modify-write: `WATCH keys` on a
+    /// dedicated connection, then `build` reads through the handle it is given (on the
+    /// same connection) and returns the transaction to run, built from that handle.
+    /// `Ok(true)` when committed, `Ok(false)` when a watched key changed meanwhile.
+    ///
+    /// (`Transaction::watch` alone only guards the instant between its WATCH and EXEC,
+    /// which travel in one write on the shared connection.)
+    ///
+    /// ```no_run
+    /// use resilient_redis::prelude::*;
+    /// let db = Client::connect("redis://127.0.0.1:6379")?.database();
+    /// let committed = db.watch("balance", |conn| {
+    ///     let balance: i64 = conn.get::<Option<i64>>("balance")?.unwrap_or(0);
+    ///     let tx = conn.transaction();
+    ///     tx.set("balance", balance + 10);
+    ///     Ok(tx)
+    /// })?;
+    /// # let _ = committed;
+    /// # Ok::<(), resilient_redis::Error>(())
+    /// ```
+    pub fn watch<F>(&self, keys: impl super::ToArgs, build: F) -> Result<bool>
+    where
+        F: FnOnce(&Database) -> Result<Transaction>,
+    {
+        let watch = Cmd::typed("WATCH", super::RetryCategory::Connection).key(keys);
+        let first_key = watch.keys().next().map(<[u8]>::to_vec);
+        let router = self.router.leased(first_key.as_deref(), self.timeout)?;
+        let view = Database {
+            router: router.clone(),
+            timeout: self.timeout,
+        };
+        view.query::<()>(&watch)?;
+        let unwatch = Cmd::typed("UNWATCH", super::RetryCategory::Connection);
+        let tx = match build(&view) {
+            Ok(tx) => tx,
+            Err(e) => {
+                // Leave the connection clean for the next lease.
+                let _ = view.query::<()>(&unwatch);
+                return Err(e);
+            }
+        };
+        if !Arc::ptr_eq(tx.router(), &router) {
+            let _ = view.query::<()>(&unwatch);
+            return Err(Error::new(
+                ErrorKind::InvalidInput,
+                "build the transaction from the handle `watch` passes in, not another Database",
+            ));
+        }
+        tx.execute()
     }
 
     /// A pipelined batch: commands are queued, then sent in one write by `execute`.
