@@ -216,6 +216,13 @@ impl Error {
         Error::new(kind, message.to_string())
     }
 
+    /// The same error with another detail (kind, endpoint, command, failure and
+    /// maintenance kept).
+    pub(crate) fn with_detail(mut self, detail: impl Into<String>) -> Error {
+        self.detail = detail.into();
+        self
+    }
+
     /// Attaches the endpoint the error happened on.
     pub fn with_endpoint(mut self, endpoint: impl Into<String>) -> Error {
         if self.endpoint.is_none() {

@@ -45,6 +45,13 @@ impl Router for GroupRouter {
         self.active_router()?.leased(key, timeout)
     }
 
+    fn active_member(&self) -> Option<(u64, String)> {
+        self.handle
+            .0
+            .active()
+            .map(|m| (m.inner.id, m.name().to_string()))
+    }
+
     fn send_many(
         &self,
         cmds: &[Cmd],

@@ -7,7 +7,8 @@ use std::time::Duration;
 use super::batch::{Batch, Transaction};
 use super::cmd::Cmd;
 use super::from_value::FromValue;
-use super::Commands;
+use super::{retrying, Commands};
+use crate::availability::RetryPolicy;
 use crate::error::{Error, ErrorKind, Result};
 use crate::resp::Value;
 
@@ -29,6 +30,11 @@ pub(crate) trait Router: Send + Sync {
     /// A router bound to one dedicated connection (on the server owning `key`), for a
     /// sequence that must not share its connection: WATCH, reads, MULTI/EXEC.
     fn leased(&self, key: Option<&[u8]>, timeout: Option<Duration>) -> Result<Arc<dyn Router>>;
+
+    /// The group member serving now (id, name); `None` outside a group.
+    fn active_member(&self) -> Option<(u64, String)> {
+        None
+    }
 }
 
 /// A handle for running commands: `Clone + Send + Sync` and cheap to clone.
@@ -46,6 +52,7 @@ pub(crate) trait Router: Send + Sync {
 pub struct Database {
     router: Arc<dyn Router>,
     timeout: Option<Duration>,
+    retry: Option<Arc<RetryPolicy>>,
 }
 
 impl std::fmt::Debug for Database {
@@ -61,7 +68,40 @@ impl Database {
         Database {
             router,
             timeout: None,
+            retry: None,
         }
+    }
+
+    /// A handle that re-issues failed operations by `policy`: transient faults only,
+    /// commands whose retry category is safe enough only, following a group's failover
+    /// to another member. Batches and transactions from it refuse to run (a partial
+    /// replay is not safe); wrapping a retrying handle again is an error.
+    ///
+    /// ```no_run
+    /// use resilient_redis::availability::RetryPolicy;
+    /// use resilient_redis::prelude::*;
+    /// let db = Client::connect("redis://127.0.0.1:6379")?.database();
+    /// let db = db.with_retry(RetryPolicy::default())?;
+    /// let v: Option<String> = db.get("k")?; // a LOADING or a dropped connection is retried
+    /// # Ok::<(), resilient_redis::Error>(())
+    /// ```
+    pub fn with_retry(&self, policy: RetryPolicy) -> Result<Database> {
+        if self.retry.is_some() {
+            return Err(Error::new(
+                ErrorKind::InvalidInput,
+                "this database already retries; wrap the original instead",
+            ));
+        }
+        Ok(Database {
+            router: self.router.clone(),
+            timeout: self.timeout,
+            retry: Some(Arc::new(policy)),
+        })
+    }
+
+    /// Whether this handle retries (see [`Database::with_retry`]).
+    pub fn is_retrying(&self) -> bool {
+        self.retry.is_some()
     }
 
     /// A handle whose commands use `timeout` instead of the configured `syncTimeout`.
@@ -69,6 +109,7 @@ impl Database {
         Database {
             router: self.router.clone(),
             timeout: Some(timeout),
+            retry: self.retry.clone(),
         }
     }
 
@@ -83,7 +124,10 @@ impl Database {
 
     /// Runs a prepared command and converts its reply.
     pub fn query<T: FromValue>(&self, cmd: &Cmd) -> Result<T> {
-        let reply = self.router.send(cmd, self.timeout)?;
+        let reply = match &self.retry {
+            None => self.router.send(cmd, self.timeout)?,
+            Some(policy) => retrying::send(&*self.router, cmd, self.timeout, policy)?,
+        };
         convert(reply, cmd)
     }
 
@@ -107,18 +151,38 @@ impl Database {
     /// # let _ = committed;
     /// # Ok::<(), resilient_redis::Error>(())
     /// ```
-    pub fn watch<F>(&self, keys: impl super::ToArgs, build: F) -> Result<bool>
+    pub fn watch<F>(&self, keys: impl super::ToArgs, mut build: F) -> Result<bool>
     where
-        F: FnOnce(&Database) -> Result<Transaction>,
+        F: FnMut(&Database) -> Result<Transaction>,
     {
         let watch = Cmd::typed("WATCH", super::RetryCategory::Connection).key(keys);
+        // On a retrying handle a conflict is retried with fresh reads, since the
+        // closure rebuilds the transaction from what it reads each time; replaying a
+        // MULTI/EXEC built on stale values would be wrong.
+        let attempts = self
+            .retry
+            .as_ref()
+            .map_or(1, |p| p.max_attempts_on_watch_conflict);
+        for _ in 0..attempts {
+            if self.watch_once(&watch, &mut build)? {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
+    fn watch_once<F>(&self, watch: &Cmd, build: &mut F) -> Result<bool>
+    where
+        F: FnMut(&Database) -> Result<Transaction>,
+    {
         let first_key = watch.keys().next().map(<[u8]>::to_vec);
         let router = self.router.leased(first_key.as_deref(), self.timeout)?;
         let view = Database {
             router: router.clone(),
             timeout: self.timeout,
+            retry: None,
         };
-        view.query::<()>(&watch)?;
+        view.query::<()>(watch)?;
         let unwatch = Cmd::typed("UNWATCH", super::RetryCategory::Connection);
         let tx = match build(&view) {
             Ok(tx) => tx,
