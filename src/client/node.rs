@@ -162,7 +162,8 @@ impl Node {
                 ErrorKind::ConnectionClosed,
                 "not connected (backlog=failfast)",
             )
-            .with_endpoint(self.endpoint.to_string()));
+            .with_endpoint(self.endpoint.to_string())
+            .unsent());
         }
         let waiting = self.backlog_waiting.fetch_add(1, Ordering::AcqRel) + 1;
         let _count = Decrement(&self.backlog_waiting);
