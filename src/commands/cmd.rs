@@ -130,6 +130,16 @@ impl Cmd {
         self.block
     }
 
+    /// The frames of several commands, one after the other: one write for a pipeline.
+    pub(crate) fn concat<'a>(cmds: impl IntoIterator<Item = &'a Cmd> + Clone) -> Vec<u8> {
+        let len = cmds.clone().into_iter().map(|c| c.frame().len()).sum();
+        let mut frame = Vec::with_capacity(len);
+        for c in cmds {
+            frame.extend_from_slice(c.frame());
+        }
+        frame
+    }
+
     /// The encoded frame, ready for the wire.
     pub fn frame(&self) -> &[u8] {
         &self.buf[self.header_start..]

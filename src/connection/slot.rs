@@ -25,6 +25,17 @@ pub(crate) enum Outcome {
     Failed(Error),
 }
 
+impl Outcome {
+    /// The replies of a pipelined request, in order.
+    pub(crate) fn into_values(self) -> Result<Vec<Value>, Error> {
+        match self {
+            Outcome::Many(v) => Ok(v),
+            Outcome::One(v) => Ok(vec![v]),
+            Outcome::Failed(e) => Err(e),
+        }
+    }
+}
+
 pub(crate) struct Slot {
     state: AtomicU8,
     outcome: Mutex<Option<Outcome>>,
