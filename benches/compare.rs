@@ -93,6 +93,9 @@ fn env_flag(name: &str) -> bool {
 const SMALL: usize = 32;
 
 fn main() {
+    if std::env::args().nth(1).as_deref() == Some("profile") {
+        return profile();
+    }
     let plan = Plan::from_env();
     let server = RedisServer::start();
     let url = server.url();
@@ -178,6 +181,44 @@ fn main() {
         started.elapsed().as_secs_f64()
     );
     drop(server);
+}
+
+/// `compare profile <ours|theirs> <threads> <seconds> [get|mixed]`: one side alone,
+/// for `perf stat`, `perf record` and `strace -c -f` (syscalls and context switches
+/// per op: divide by the op count printed). Starts its own server like the bench.
+fn profile() {
+    let args: Vec<String> = std::env::args().skip(2).collect();
+    let usage = "usage: compare profile <ours|theirs> <threads> <seconds> [get|mixed]";
+    let side = args.first().map(String::as_str).unwrap_or_default();
+    let threads: usize = args.get(1).and_then(|a| a.parse().ok()).expect(usage);
+    let secs: f64 = args.get(2).and_then(|a| a.parse().ok()).expect(usage);
+    let mixed = match args.get(3).map(String::as_str) {
+        None | Some("mixed") => true,
+        Some("get") => false,
+        Some(_) => panic!("{usage}"),
+    };
+    let server = RedisServer::start();
+    let url = server.url();
+    let client = ours_client(&url);
+    let keys = Keys::new("bench:key", 1024, SMALL);
+    keys.populate(&client.database());
+    client.close();
+    let dur = Duration::from_secs_f64(secs);
+    let rate = match (side, mixed) {
+        ("ours", true) => mixed_ours(&url, threads, dur, &keys),
+        ("theirs", true) => mixed_theirs(&url, threads, dur, &keys),
+        ("ours", false) => workloads::gets_ours(&url, threads, dur, &keys),
+        ("theirs", false) => workloads::gets_theirs(&url, threads, dur, &keys),
+        _ => panic!("{usage}"),
+    };
+    println!(
+        "{side} {threads} threads {}: {} ops in {:.2} s = {} ({} errors)",
+        if mixed { "GET/SET" } else { "GET" },
+        rate.ops,
+        rate.elapsed.as_secs_f64(),
+        report::rate(rate.per_sec()),
+        rate.errors
+    );
 }
 
 /// P1: one thread, sequential GET of a 32-byte value, median latency.

@@ -104,6 +104,24 @@ pub fn mixed_theirs(url: &str, threads: usize, dur: Duration, keys: &Keys) -> Ra
     run_mixed(states, dur, keys, |con, k, set| theirs_op(con, k, set, len))
 }
 
+/// Like `mixed_ours`, GET only (profiling the read path alone).
+pub fn gets_ours(url: &str, threads: usize, dur: Duration, keys: &Keys) -> Rate {
+    let client = ours_client(url);
+    let db = client.database();
+    let states: Vec<Database> = (0..threads).map(|_| db.clone()).collect();
+    let len = keys.value.len();
+    let rate = run_mixed(states, dur, keys, |db, k, _| ours_get(db, k, len));
+    client.close();
+    rate
+}
+
+/// Like `mixed_theirs`, GET only.
+pub fn gets_theirs(url: &str, threads: usize, dur: Duration, keys: &Keys) -> Rate {
+    let states: Vec<redis::Connection> = (0..threads).map(|_| theirs_conn(url)).collect();
+    let len = keys.value.len();
+    run_mixed(states, dur, keys, |con, k, _| theirs_get(con, k, len))
+}
+
 /// Sets the flag when dropped, so a panic in the timing thread still stops the
 /// workers (a scope joins them before unwinding further).
 struct StopOnDrop<'a>(&'a AtomicBool);
