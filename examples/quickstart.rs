@@ -1,8 +1,11 @@
 //! Quick start: connect, run a few commands from several threads, show events.
 //!
 //! `cargo run --example quickstart` runs against a local `redis-server` it starts on
-//! an ephemeral port when one is installed; give a URL to use your own server:
-//! `cargo run --example quickstart -- redis://127.0.0.1:6379`.
+//! an ephemeral port when one is installed, and otherwise against the in-process fake
+//! server of the `testkit` feature (which the crate's own examples and tests have on),
+//! so it works on a machine with nothing installed. Give a URL to use your own server:
+//! `cargo run --example quickstart -- redis://127.0.0.1:6379`, or `-- --fake` to use
+//! the fake even where `redis-server` is installed.
 
 use std::net::TcpListener;
 use std::process::{Child, Command, Stdio};
@@ -14,11 +17,12 @@ use resilient_redis::prelude::*;
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     env_logger_lite();
     let (url, _server) = match std::env::args().nth(1) {
-        Some(url) => (url, None),
-        None => {
-            let (url, child) = start_local_server()?;
-            (url, Some(KillOnDrop(child)))
-        }
+        Some(arg) if arg == "--fake" => fake_server("--fake given".into())?,
+        Some(url) => (url, Local::Remote),
+        None => match start_local_server() {
+            Ok((url, child)) => (url, Local::Process(KillOnDrop(child))),
+            Err(why) => fake_server(why.to_string())?,
+        },
     };
     println!("connecting to {url}");
     let client = Client::connect(url.as_str())?;
@@ -79,6 +83,28 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     Ok(())
 }
 
+/// What serves the example when no URL is given; dropped (stopped) at the end.
+#[allow(dead_code)]
+enum Local {
+    Remote,
+    Process(KillOnDrop),
+    #[cfg(feature = "testkit")]
+    Fake(resilient_redis::testkit::FakeServer),
+}
+
+/// The in-process fake server (feature `testkit`), when there is no `redis-server`.
+#[cfg(feature = "testkit")]
+fn fake_server(why: String) -> Result<(String, Local), Box<dyn std::error::Error>> {
+    let server = resilient_redis::testkit::FakeServer::start()?;
+    println!("using the in-process fake server (testkit): {why}");
+    Ok((server.url(), Local::Fake(server)))
+}
+
+#[cfg(not(feature = "testkit"))]
+fn fake_server(why: String) -> Result<(String, Local), Box<dyn std::error::Error>> {
+    Err(format!("{why}; run with `--features testkit` to use the in-process fake server").into())
+}
+
 struct KillOnDrop(Child);
 
 impl Drop for KillOnDrop {
@@ -92,13 +118,18 @@ impl Drop for KillOnDrop {
 fn start_local_server() -> Result<(String, Child), Box<dyn std::error::Error>> {
     let port = TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
     let child = Command::new("redis-server")
-        .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", ""])
+        .args([
+            "--port",
+            &port.to_string(),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+        ])
         .args(["--appendonly", "no"])
         .stdout(Stdio::null())
         .spawn()
-        .map_err(|e| {
-            format!("no URL given and redis-server could not be started ({e}); install it or pass a URL")
-        })?;
+        .map_err(|e| format!("no URL given and redis-server could not be started ({e})"))?;
     let deadline = Instant::now() + Duration::from_secs(10);
     while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
         if Instant::now() > deadline {

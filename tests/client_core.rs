@@ -288,3 +288,75 @@ fn errors_name_the_command_and_endpoint_but_not_the_arguments() {
     // The server echoes arguments of unknown commands; we must not pass them on.
     assert!(!format!("{err} {err:?}").contains("secret-arg"), "{err}");
 }
+
+#[test]
+fn a_server_that_stops_answering_is_detected_and_the_connection_replaced() {
+    let Some(server) = RedisServer::start() else {
+        return;
+    };
+    let client = Client::connect(
+        Options::builder()
+            .endpoint(&server.addr())
+            .command_timeout(Duration::from_millis(300))
+            .connect_timeout(Duration::from_millis(500))
+            .reconnect_delay(Duration::from_millis(50), Duration::from_millis(200))
+            .build(),
+    )
+    .unwrap();
+    let events = client.events();
+    let db = client.database();
+    db.ping().unwrap();
+    server.pause();
+    let started = Instant::now();
+    let err = db.ping().unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Timeout);
+    assert!(
+        started.elapsed() < Duration::from_millis(1500),
+        "{:?}",
+        started.elapsed()
+    );
+    // The socket is open but silent: the supervisor must call it dead by itself.
+    let dead = wait_until(Duration::from_secs(5), || {
+        events.try_iter().any(|e| {
+            matches!(
+                e,
+                ClientEvent::ConnectionFailed {
+                    failure: FailureKind::Timeout,
+                    ..
+                }
+            )
+        })
+    });
+    assert!(dead, "the silent connection was not declared dead");
+    server.resume();
+    assert!(wait_until(Duration::from_secs(10), || db.ping().is_ok()));
+}
+
+#[test]
+fn idle_connections_get_heartbeats() {
+    let Some(server) = RedisServer::start() else {
+        return;
+    };
+    let client = Client::connect(
+        Options::builder()
+            .endpoint(&server.addr())
+            .keep_alive(Duration::from_millis(100))
+            .build(),
+    )
+    .unwrap();
+    let observer = Client::connect(server.url().as_str()).unwrap().database();
+    let pings = || -> u64 {
+        let stats: String = observer.cmd("INFO").arg("commandstats").query().unwrap();
+        stats
+            .lines()
+            .find_map(|l| l.strip_prefix("cmdstat_ping:calls="))
+            .and_then(|rest| rest.split(',').next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(0)
+    };
+    assert!(
+        wait_until(Duration::from_secs(5), || pings() >= 3),
+        "no heartbeats seen"
+    );
+    drop(client);
+}

@@ -39,6 +39,7 @@ impl BlockingPool {
         // Push frames on a leased connection have no subscriber to go to.
         config.on_push = None;
         config.on_failure = None;
+        config.breaker = None;
         BlockingPool {
             config,
             state: Mutex::new(PoolState {

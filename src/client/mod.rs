@@ -5,29 +5,34 @@
 //! after `close()` or after the last handle is dropped.
 
 mod blocking;
+pub mod cluster;
+mod deployment;
 pub(crate) mod events;
+mod link;
 pub(crate) mod node;
 mod router;
-mod supervisor;
+pub(crate) mod supervisor;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
-use crossbeam_channel::{bounded, Receiver, Sender};
+use crossbeam_channel::{bounded, Receiver};
 use parking_lot::Mutex;
 
 pub use events::{ClientEvent, EVENT_QUEUE_BOUND};
 
-use crate::clock;
+pub use cluster::ClusterStats;
+
 use crate::commands::Database;
-use crate::config::Options;
-use crate::connection::timeouts::ServerTimeouts;
-use crate::connection::tls;
-use crate::connection::{Connection, ConnectionConfig, ConnectionInfo};
-use crate::error::{Error, ErrorKind, FailureKind, Result};
-use events::EventBus;
-use node::Node;
+use crate::config::{Endpoint, Options};
+use crate::connection::slot::Outcome;
+use crate::connection::Connection;
+use crate::error::{Error, ErrorKind, Result};
+use crate::pubsub::Subscriber;
+use crate::resp::{write_arg, write_command_header, Value};
+pub(crate) use deployment::Deployment;
+pub(crate) use node::Node;
 use supervisor::Wake;
 
 /// Anything `Client::connect` accepts: a URL, an option string, or `Options`.
@@ -74,7 +79,7 @@ impl IntoOptions for &String {
 /// ends all its threads.
 ///
 /// ```no_run
-/// use resilient_redis::{Client, Commands};
+/// use resilient_redis::prelude::*;
 /// let client = Client::connect("redis://127.0.0.1:6379")?;
 /// let db = client.database();
 /// db.set("k", "v")?;
@@ -107,9 +112,7 @@ impl Drop for ClientHandle {
 
 pub(crate) struct ClientInner {
     pub(crate) options: Arc<Options>,
-    pub(crate) node: Arc<Node>,
-    events: Arc<EventBus<ClientEvent>>,
-    wake: Sender<Wake>,
+    pub(crate) deployment: Arc<Deployment>,
     supervisor: Mutex<Option<JoinHandle<()>>>,
     closed: AtomicBool,
 }
@@ -117,67 +120,82 @@ pub(crate) struct ClientInner {
 impl Client {
     /// Connects to a deployment given as a `redis://` URL, an option string or `Options`.
     ///
-    /// With `abortConnect=true` (the default) this fails when the first connection
-    /// cannot be made; with `false` it returns at once and connects in the background,
-    /// commands waiting in the backlog meanwhile.
+    /// A standalone server or a Redis Cluster: a cluster is recognised from the seed
+    /// node (the `HELLO` reply, or `INFO cluster`) and its topology read from it.
+    /// With several endpoints, each is tried in turn as the seed.
+    ///
+    /// With `abortConnect=true` (the default) this fails when no connection can be
+    /// made; with `false` it returns at once and connects in the background, commands
+    /// waiting in the backlog meanwhile.
     pub fn connect(options: impl IntoOptions) -> Result<Client> {
-        let options = options.into_options()?;
-        let endpoint = match options.endpoints.as_slice() {
-            [] => return Err(Error::new(ErrorKind::Config, "no endpoint given")),
-            [first, ..] => first.clone(),
-        };
+        Client::connect_with(options.into_options()?, None)
+    }
+
+    /// A group member's client: it never fails to be created for a down server, it
+    /// has no supervisor thread of its own (the group's runs its timed work), and its
+    /// connections carry the group's circuit breaker.
+    pub(crate) fn connect_member(options: Options, setup: MemberSetup) -> Result<Client> {
+        let mut options = options;
+        options.abort_connect = false;
+        Client::connect_with(options, Some(setup))
+    }
+
+    fn connect_with(options: Options, member: Option<MemberSetup>) -> Result<Client> {
         let options = Arc::new(options);
-        let tls = match &options.tls {
-            Some(t) => Some(Arc::new(tls::setup(t, &endpoint.host)?)),
-            None => None,
-        };
-        let events = Arc::new(EventBus::new());
-        // Bounded: a wake-up that finds the channel full is redundant anyway.
-        let (wake_tx, wake_rx) = bounded(16);
-        let failure_events = events.clone();
-        let failure_wake = wake_tx.clone();
-        let on_failure = Arc::new(move |info: &ConnectionInfo, kind: FailureKind, e: &Error| {
-            if kind != FailureKind::ClosedByClient {
-                failure_events.publish(ClientEvent::ConnectionFailed {
-                    endpoint: info.endpoint.clone(),
-                    failure: kind,
-                    error: e.clone(),
-                });
-            }
-            let _ = failure_wake.try_send(Wake::ConnectionLost);
-        });
-        let config = ConnectionConfig {
-            endpoint,
-            options: options.clone(),
-            tls,
-            timeouts: Arc::new(ServerTimeouts::new(clock::system())),
-            on_push: None,
-            on_failure: Some(on_failure),
-            role: "",
-        };
-        let node = Arc::new(Node::new(config, events.clone()));
-        match Connection::open(&node.config) {
-            Ok(conn) => {
-                node.reconnect.lock().was_connected = true;
-                node.install(conn);
-            }
-            Err(e) if options.abort_connect => return Err(e),
-            Err(e) => log::warn!(
-                "{}: not connected yet ({e}); retrying in the background",
-                node.endpoint
-            ),
+        if options.endpoints.is_empty() {
+            return Err(Error::new(ErrorKind::Config, "no endpoint given"));
         }
-        let sup_nodes = vec![node.clone()];
-        let supervisor = std::thread::Builder::new()
-            .name(format!("rr-supervisor {}", node.endpoint))
-            .spawn(move || supervisor::run(sup_nodes, wake_rx))
-            .map_err(|e| Error::new(ErrorKind::Io, format!("cannot start the supervisor: {e}")))?;
+        // Bounded: a wake-up that finds the channel full is redundant anyway.
+        let (own_wake_tx, wake_rx) = bounded(64);
+        let wake_tx = member.as_ref().map_or(own_wake_tx, |m| m.wake.clone());
+        let mut deployment = Deployment::new(options.clone(), wake_tx.clone());
+        if let Some(m) = &member {
+            deployment.breaker = m.breaker.clone();
+            deployment.on_breaker_trip = Some(m.on_breaker_trip.clone());
+        }
+        let deployment = Arc::new(deployment);
+        let mut last_error = None;
+        for endpoint in &options.endpoints {
+            let node = deployment.make_node(endpoint.clone())?;
+            match Connection::open(&node.interactive.config) {
+                Ok(conn) => {
+                    node.install(conn);
+                    deployment.push(node);
+                    break;
+                }
+                Err(e) => last_error = Some(e),
+            }
+        }
+        if deployment.primary().is_none() {
+            let e = last_error
+                .unwrap_or_else(|| Error::new(ErrorKind::Connect, "no endpoint could be reached"));
+            if options.abort_connect {
+                return Err(e);
+            }
+            log::warn!("not connected yet ({e}); retrying in the background");
+            deployment.push(deployment.make_node(options.endpoints[0].clone())?);
+        } else {
+            detect_cluster(&deployment);
+        }
+        let supervisor = if member.is_some() {
+            None
+        } else {
+            let name = deployment
+                .primary()
+                .map_or_else(String::new, |n| n.endpoint.to_string());
+            let sup = deployment.clone();
+            let thread = std::thread::Builder::new()
+                .name(format!("rr-supervisor {name}"))
+                .spawn(move || supervisor::run(sup, wake_rx))
+                .map_err(|e| {
+                    Error::new(ErrorKind::Io, format!("cannot start the supervisor: {e}"))
+                })?;
+            Some(thread)
+        };
         let inner = Arc::new(ClientInner {
             options,
-            node,
-            events,
-            wake: wake_tx,
-            supervisor: Mutex::new(Some(supervisor)),
+            deployment,
+            supervisor: Mutex::new(supervisor),
             closed: AtomicBool::new(false),
         });
         Ok(Client {
@@ -187,13 +205,23 @@ impl Client {
 
     /// A handle for running commands (cheap; clones share everything).
     pub fn database(&self) -> Database {
-        Database::new(Arc::new(router::Standalone::new(self.handle.clone())))
+        Database::new(Arc::new(router::DeploymentRouter::new(self.handle.clone())))
+    }
+
+    /// Subscribes and publishes (see [`Subscriber`]).
+    pub fn subscriber(&self) -> Subscriber {
+        Subscriber::new(
+            self.handle.inner.deployment.registry.clone(),
+            Arc::new(router::DeploymentRouter::new(self.handle.clone())),
+            self.database(),
+            self.handle.inner.options.command_timeout,
+        )
     }
 
     /// A new receiver of this client's events (bounded: a slow reader loses the
     /// newest events rather than slowing the client; see [`EVENT_QUEUE_BOUND`]).
     pub fn events(&self) -> Receiver<ClientEvent> {
-        self.handle.inner.events.subscribe()
+        self.handle.inner.deployment.events.subscribe()
     }
 
     /// The options in force.
@@ -201,9 +229,50 @@ impl Client {
         &self.handle.inner.options
     }
 
-    /// Whether the interactive connection is up.
+    /// Whether the interactive connection is up (for a cluster: to every known node).
     pub fn is_connected(&self) -> bool {
-        self.handle.inner.node.current().is_some()
+        let nodes = self.handle.inner.deployment.nodes();
+        !nodes.is_empty() && nodes.iter().all(|n| n.current().is_some())
+    }
+
+    /// Whether this client talks to a Redis Cluster.
+    pub fn is_cluster(&self) -> bool {
+        self.handle.inner.deployment.cluster().is_some()
+    }
+
+    /// Cluster counters (redirects followed, refreshes, retirements); `None` when the
+    /// deployment is not a cluster.
+    pub fn cluster_stats(&self) -> Option<ClusterStats> {
+        self.handle.inner.deployment.cluster().map(|c| c.stats())
+    }
+
+    /// Re-reads the cluster topology now, on the calling thread (after resharding, for
+    /// example); the supervisor also refreshes on MOVED, on connection loss and
+    /// periodically. Does nothing for a standalone server.
+    pub fn refresh_topology(&self) -> Result<()> {
+        let deployment = &self.handle.inner.deployment;
+        if let Some(state) = deployment.cluster() {
+            cluster::refresh(deployment, &state);
+            for endpoint in state.finish_retirements() {
+                deployment.remove(&endpoint);
+            }
+        }
+        Ok(())
+    }
+
+    pub(crate) fn deployment(&self) -> &Arc<Deployment> {
+        &self.handle.inner.deployment
+    }
+
+    /// The endpoints of every node known now.
+    pub fn nodes(&self) -> Vec<Endpoint> {
+        self.handle
+            .inner
+            .deployment
+            .nodes()
+            .iter()
+            .map(|n| n.endpoint.clone())
+            .collect()
     }
 
     /// Closes every connection and ends every thread of this client; commands fail
@@ -213,13 +282,65 @@ impl Client {
     }
 }
 
+/// What a group hands to its members' clients.
+pub(crate) struct MemberSetup {
+    /// The group supervisor's wake-up channel (shared by all members).
+    pub wake: crossbeam_channel::Sender<Wake>,
+    pub breaker: Option<Arc<dyn crate::availability::BreakerPolicy>>,
+    /// Called at once when a breaker trips on one of the member's connections.
+    pub on_breaker_trip: Arc<dyn Fn() + Send + Sync>,
+}
+
+/// Decides once whether the deployment is a cluster, from the first connected node:
+/// its `HELLO` reply says `mode`, or (RESP2) `INFO cluster` says `cluster_enabled`.
+/// A cluster gets its slot map read at once so the first commands route directly.
+pub(crate) fn detect_cluster(deployment: &Deployment) {
+    if deployment.mode_known() {
+        return;
+    }
+    let Some(node) = deployment.primary() else {
+        return;
+    };
+    let Some(conn) = node.current() else { return };
+    let is_cluster = match conn.info().server_mode.as_deref() {
+        Some(mode) => mode == "cluster",
+        None => {
+            let mut frame = Vec::new();
+            write_command_header(&mut frame, 2);
+            write_arg(&mut frame, b"INFO");
+            write_arg(&mut frame, b"cluster");
+            let timeout = deployment.options.command_timeout;
+            match conn.request(&frame, 1, timeout, false) {
+                Ok(Outcome::One(Value::BulkString(info))) => {
+                    String::from_utf8_lossy(&info).contains("cluster_enabled:1")
+                }
+                Ok(Outcome::One(Value::VerbatimString { text, .. })) => {
+                    String::from_utf8_lossy(&text).contains("cluster_enabled:1")
+                }
+                Ok(_) => false,
+                // Not known yet: asked again after the next connect.
+                Err(_) => return,
+            }
+        }
+    };
+    deployment.set_mode_known();
+    if is_cluster {
+        let state = Arc::new(cluster::ClusterState::new());
+        *deployment.cluster.write() = Some(state.clone());
+        cluster::refresh(deployment, &state);
+    }
+}
+
 impl ClientInner {
     fn shutdown(&self) {
         if self.closed.swap(true, Ordering::AcqRel) {
             return;
         }
-        let _ = self.wake.try_send(Wake::Shutdown);
-        self.node.close();
+        self.deployment.close();
+        let _ = self.deployment.wake.try_send(Wake::Shutdown);
+        for node in self.deployment.nodes() {
+            node.close();
+        }
         let supervisor = self.supervisor.lock().take();
         if let Some(t) = supervisor {
             if t.thread().id() != std::thread::current().id() {

@@ -1,6 +1,7 @@
 //! `Node`: one server of a deployment: its interactive connection (replaced on
-//! reconnect), the backlog of callers waiting while it is down, and its pool of
-//! dedicated connections for blocking commands.
+//! reconnect), its subscription connection (opened on demand), the backlog of callers
+//! waiting while it is down, and its pool of dedicated connections for blocking
+//! commands.
 //!
 //! Owns: what a caller sees of one server. Must never: reconnect on a caller's thread
 //! (the supervisor does that), or resend a request that may have reached the server.
@@ -9,48 +10,45 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use parking_lot::{Condvar, Mutex, RwLock};
+use parking_lot::{Condvar, Mutex};
 
 use super::blocking::BlockingPool;
 use super::events::{ClientEvent, EventBus};
+use super::link::Link;
 use crate::config::{BacklogPolicy, Endpoint};
 use crate::connection::slot::Outcome;
 use crate::connection::{deadline_after, Connection, ConnectionConfig, RequestError};
 use crate::error::{Error, ErrorKind, FailureKind, Result};
-
-/// Reconnect bookkeeping, owned by the supervisor.
-#[derive(Debug, Default)]
-pub(crate) struct ReconnectState {
-    pub attempt: u32,
-    pub next_at: Option<Instant>,
-    pub was_connected: bool,
-}
+use crate::pubsub::{Key, MessageKind};
+use crate::resp::{write_arg, write_command_header};
 
 pub(crate) struct Node {
     pub(crate) endpoint: Endpoint,
-    pub(crate) config: ConnectionConfig,
-    conn: RwLock<Option<Arc<Connection>>>,
+    pub(crate) interactive: Link,
+    pub(crate) pubsub: Link,
     /// Backlog waiters park here until a connection is installed or the node closes.
     wait_lock: Mutex<()>,
     available: Condvar,
     backlog_waiting: AtomicUsize,
-    pub(crate) reconnect: Mutex<ReconnectState>,
     pub(crate) blocking: BlockingPool,
     closed: AtomicBool,
     pub(crate) events: Arc<EventBus<ClientEvent>>,
 }
 
 impl Node {
-    pub(crate) fn new(config: ConnectionConfig, events: Arc<EventBus<ClientEvent>>) -> Node {
+    pub(crate) fn new(
+        config: ConnectionConfig,
+        pubsub_config: ConnectionConfig,
+        events: Arc<EventBus<ClientEvent>>,
+    ) -> Node {
         let blocking = BlockingPool::new(config.clone());
         Node {
             endpoint: config.endpoint.clone(),
-            config,
-            conn: RwLock::new(None),
+            interactive: Link::new(config),
+            pubsub: Link::new(pubsub_config),
             wait_lock: Mutex::new(()),
             available: Condvar::new(),
             backlog_waiting: AtomicUsize::new(0),
-            reconnect: Mutex::new(ReconnectState::default()),
             blocking,
             closed: AtomicBool::new(false),
             events,
@@ -59,25 +57,66 @@ impl Node {
 
     /// The live interactive connection, if there is one.
     pub(crate) fn current(&self) -> Option<Arc<Connection>> {
-        self.conn
-            .read()
-            .as_ref()
-            .filter(|c| !c.is_closed())
-            .cloned()
+        self.interactive.current()
     }
 
-    /// Installs a fresh connection and wakes the backlog.
+    /// Installs a fresh interactive connection and wakes the backlog.
     pub(crate) fn install(&self, conn: Connection) {
         if self.is_closed() {
             conn.close(FailureKind::ClosedByClient);
             return;
         }
-        let old = self.conn.write().replace(Arc::new(conn));
-        if let Some(old) = old {
-            old.close(FailureKind::ClosedByClient);
-        }
+        self.interactive.install(conn);
         let _guard = self.wait_lock.lock();
         self.available.notify_all();
+    }
+
+    /// Installs a fresh subscription connection and re-subscribes what it carries.
+    pub(crate) fn install_pubsub(&self, conn: Connection, wanted: Vec<Key>) {
+        if self.is_closed() {
+            conn.close(FailureKind::ClosedByClient);
+            return;
+        }
+        let conn = self.pubsub.install(conn);
+        if !wanted.is_empty() {
+            let frame = subscribe_frames(&wanted, true);
+            if let Err(e) = conn.send_oneway(&frame) {
+                log::debug!("{}: re-subscribing failed: {e}", self.endpoint);
+            }
+        }
+    }
+
+    /// Sends SUBSCRIBE/UNSUBSCRIBE for one name on the subscription connection,
+    /// opening it (on the caller's thread) when there is none.
+    pub(crate) fn send_subscription(
+        &self,
+        key: &Key,
+        subscribe: bool,
+        carried: impl FnOnce() -> Vec<Key>,
+    ) -> Result<()> {
+        if let Some(conn) = self.pubsub.current() {
+            return conn.send_oneway(&subscribe_frames(std::slice::from_ref(key), subscribe));
+        }
+        if !subscribe || self.is_closed() {
+            return Ok(());
+        }
+        let _open = self.pubsub.open_lock.lock();
+        if let Some(conn) = self.pubsub.current() {
+            return conn.send_oneway(&subscribe_frames(std::slice::from_ref(key), true));
+        }
+        // A fresh connection re-subscribes everything it carries, this name included.
+        let conn = Connection::open(&self.pubsub.config)?;
+        let mut keys = carried();
+        if !keys.contains(key) {
+            keys.push(key.clone());
+        }
+        self.install_pubsub(conn, keys);
+        Ok(())
+    }
+
+    /// Caller work in flight on the interactive connection (our own traffic excluded).
+    pub(crate) fn caller_inflight(&self) -> usize {
+        self.current().map_or(0, |c| c.caller_inflight())
     }
 
     pub(crate) fn is_closed(&self) -> bool {
@@ -117,7 +156,7 @@ impl Node {
     }
 
     fn wait_for_connection(&self, deadline: Instant) -> Result<()> {
-        let options = &self.config.options;
+        let options = &self.interactive.config.options;
         if options.backlog == BacklogPolicy::FailFast {
             return Err(Error::new(
                 ErrorKind::ConnectionClosed,
@@ -168,15 +207,55 @@ impl Node {
     /// Closes every connection and wakes every waiter; nothing reconnects afterwards.
     pub(crate) fn close(&self) {
         self.closed.store(true, Ordering::Release);
-        let conn = self.conn.write().take();
-        if let Some(conn) = conn {
-            conn.close(FailureKind::ClosedByClient);
-            conn.join();
+        {
+            // Taken so an on-demand open in progress finishes before we close.
+            let _open = self.pubsub.open_lock.lock();
+            self.pubsub.close();
         }
+        self.interactive.close();
         self.blocking.close();
         let _guard = self.wait_lock.lock();
         self.available.notify_all();
     }
+}
+
+/// SUBSCRIBE frames (or UNSUBSCRIBE), one command per kind.
+pub(crate) fn subscribe_frames(keys: &[Key], subscribe: bool) -> Vec<u8> {
+    let mut frame = Vec::new();
+    for kind in [
+        MessageKind::Channel,
+        MessageKind::Pattern,
+        MessageKind::Sharded,
+    ] {
+        let names: Vec<&[u8]> = keys
+            .iter()
+            .filter(|k| k.0 == kind)
+            .map(|k| k.1.as_slice())
+            .collect();
+        if names.is_empty() {
+            continue;
+        }
+        let command = if subscribe {
+            kind.subscribe_command()
+        } else {
+            kind.unsubscribe_command()
+        };
+        // Sharded names go one per command: in a cluster, channels of one SSUBSCRIBE
+        // must share a slot.
+        let groups: Vec<Vec<&[u8]>> = if kind == MessageKind::Sharded {
+            names.into_iter().map(|n| vec![n]).collect()
+        } else {
+            vec![names]
+        };
+        for group in groups {
+            write_command_header(&mut frame, group.len() + 1);
+            write_arg(&mut frame, command.as_bytes());
+            for n in group {
+                write_arg(&mut frame, n);
+            }
+        }
+    }
+    frame
 }
 
 struct Decrement<'a>(&'a AtomicUsize);

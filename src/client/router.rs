@@ -1,31 +1,45 @@
-//! The router behind a standalone client's `Database`: every command to the one
-//! server, blocking commands to a leased connection.
+//! The router behind a client's `Database` and `Subscriber`: a standalone server gets
+//! every command; a cluster routes by slot (see `cluster/`). Blocking commands go to
+//! a leased connection either way.
 
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::cluster::ClusterRouter;
 use super::ClientHandle;
 use crate::commands::{Cmd, Router};
 use crate::connection::slot::Outcome;
 use crate::error::{Error, ErrorKind, Result};
+use crate::pubsub::{Key, PubSubLinks};
 use crate::resp::Value;
 
-pub(crate) struct Standalone {
+pub(crate) struct DeploymentRouter {
     // Holding the handle keeps the client alive while any `Database` exists.
     handle: Arc<ClientHandle>,
 }
 
-impl Standalone {
-    pub(crate) fn new(handle: Arc<ClientHandle>) -> Standalone {
-        Standalone { handle }
+impl DeploymentRouter {
+    pub(crate) fn new(handle: Arc<ClientHandle>) -> DeploymentRouter {
+        DeploymentRouter { handle }
+    }
+
+    fn primary(&self) -> Result<Arc<super::node::Node>> {
+        self.handle
+            .inner
+            .deployment
+            .primary()
+            .ok_or_else(|| Error::new(ErrorKind::Closed, "the client has no server"))
     }
 }
 
-impl Router for Standalone {
+impl Router for DeploymentRouter {
     fn send(&self, cmd: &Cmd, timeout: Option<Duration>) -> Result<Value> {
-        let inner = &self.handle.inner;
-        let timeout = timeout.unwrap_or(inner.options.command_timeout);
-        let node = &inner.node;
+        let deployment = &self.handle.inner.deployment;
+        if let Some(state) = deployment.cluster() {
+            return ClusterRouter::new(deployment, &state).send(cmd, timeout);
+        }
+        let timeout = timeout.unwrap_or(deployment.options.command_timeout);
+        let node = self.primary()?;
         let result = match cmd.block_time() {
             Some(block) => node.blocking.run(cmd.frame(), timeout, block),
             None => node.request(cmd.frame(), 1, timeout, true).and_then(single),
@@ -33,19 +47,39 @@ impl Router for Standalone {
         result.map_err(|e| e.with_command(cmd.name()))
     }
 
-    fn send_many(&self, cmds: &[Cmd], timeout: Option<Duration>) -> Result<Vec<Value>> {
-        let inner = &self.handle.inner;
-        let timeout = timeout.unwrap_or(inner.options.command_timeout);
+    fn send_many(
+        &self,
+        cmds: &[Cmd],
+        timeout: Option<Duration>,
+        atomic: bool,
+    ) -> Result<Vec<Value>> {
+        let deployment = &self.handle.inner.deployment;
+        if let Some(state) = deployment.cluster() {
+            return ClusterRouter::new(deployment, &state).send_many(cmds, timeout, atomic);
+        }
+        let timeout = timeout.unwrap_or(deployment.options.command_timeout);
         let mut frame = Vec::with_capacity(cmds.iter().map(|c| c.frame().len()).sum());
         for c in cmds {
             frame.extend_from_slice(c.frame());
         }
         let name = cmds.first().map_or("", |c| c.name());
-        match inner.node.request(&frame, cmds.len(), timeout, true) {
+        match self.primary()?.request(&frame, cmds.len(), timeout, true) {
             Ok(Outcome::Many(v)) => Ok(v),
             Ok(Outcome::One(v)) => Ok(vec![v]),
             Ok(Outcome::Failed(e)) | Err(e) => Err(e.with_command(name)),
         }
+    }
+}
+
+impl PubSubLinks for DeploymentRouter {
+    fn send(&self, key: &Key, subscribe: bool) -> Result<()> {
+        let deployment = &self.handle.inner.deployment;
+        if let Some(state) = deployment.cluster() {
+            return ClusterRouter::new(deployment, &state).subscription(key, subscribe);
+        }
+        let registry = deployment.registry.clone();
+        self.primary()?
+            .send_subscription(key, subscribe, move || registry.wanted())
     }
 }
 

@@ -9,16 +9,30 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, RecvTimeoutError};
 
+use std::collections::HashMap;
+
+use super::cluster;
+use super::deployment::Deployment;
 use super::events::ClientEvent;
+use super::link::Link;
 use super::node::Node;
+use crate::config::Endpoint;
+use crate::connection::slot::Slot;
 use crate::connection::Connection;
 use crate::error::FailureKind;
+use crate::pubsub::Key;
 use crate::resp::{write_arg, write_command_header};
 
 /// What wakes the supervisor early.
 pub(crate) enum Wake {
     /// A connection failed: reconnect now rather than at the next tick.
     ConnectionLost,
+    /// A node was added: connect it now.
+    NodeAdded,
+    /// Something (a redirected subscription, CLUSTERDOWN) asks for a topology refresh.
+    RefreshTopology,
+    /// The server ended a subscription we still want (a sharded slot moved).
+    Resubscribe(Key),
     /// The client is closing.
     Shutdown,
 }
@@ -28,44 +42,122 @@ pub(crate) enum Wake {
 /// silent socket is kept.
 const DEAD_GRACE: Duration = Duration::from_millis(500);
 
-pub(crate) fn run(nodes: Vec<Arc<Node>>, wake: Receiver<Wake>) {
-    let tick = nodes
-        .first()
-        .map(|n| {
-            (n.config.options.keep_alive / 4)
-                .clamp(Duration::from_millis(50), Duration::from_millis(250))
-        })
-        .unwrap_or(Duration::from_millis(250));
-    let mut heartbeats: Vec<Option<Arc<crate::connection::slot::Slot>>> = vec![None; nodes.len()];
+/// Outstanding heartbeats of one deployment: per node endpoint, one per connection.
+#[derive(Default)]
+pub(crate) struct Heartbeats(HashMap<Endpoint, [Option<Arc<Slot>>; 2]>);
+
+/// The supervisor loop of a standalone client (a group runs `tick` for its members
+/// from its own loop instead).
+pub(crate) fn run(deployment: Arc<Deployment>, wake: Receiver<Wake>) {
+    let mut heartbeats = Heartbeats::default();
     loop {
-        for (node, heartbeat) in nodes.iter().zip(heartbeats.iter_mut()) {
-            if node.is_closed() {
-                return;
-            }
-            match node.current() {
-                Some(conn) => watch(node, &conn, heartbeat),
-                None => reconnect_if_due(node),
+        if deployment.is_closed() {
+            return;
+        }
+        tick(&deployment, &mut heartbeats);
+        match wake.recv_timeout(next_wait(&deployment)) {
+            Ok(Wake::Shutdown) | Err(RecvTimeoutError::Disconnected) => return,
+            Ok(w) => handle_wake(&deployment, &w),
+            Err(RecvTimeoutError::Timeout) => {}
+        }
+    }
+}
+
+/// How long the loop may wait before the next due piece of work.
+pub(crate) fn next_wait(deployment: &Deployment) -> Duration {
+    let tick = (deployment.options.keep_alive / 4)
+        .clamp(Duration::from_millis(50), Duration::from_millis(250));
+    deployment
+        .nodes()
+        .iter()
+        .flat_map(|n| [&n.interactive, &n.pubsub])
+        .filter_map(|l| l.reconnect.lock().next_at)
+        .map(|at| at.saturating_duration_since(Instant::now()))
+        .min()
+        .map_or(tick, |d| d.min(tick))
+}
+
+/// Acts on a wake-up.
+pub(crate) fn handle_wake(deployment: &Deployment, wake: &Wake) {
+    match wake {
+        Wake::Resubscribe(key) => resubscribe(deployment, key),
+        Wake::ConnectionLost | Wake::RefreshTopology => {
+            if let Some(state) = deployment.cluster() {
+                state.request_refresh();
             }
         }
-        let next = nodes
-            .iter()
-            .filter_map(|n| n.reconnect.lock().next_at)
-            .map(|at| at.saturating_duration_since(Instant::now()))
-            .min()
-            .map_or(tick, |d| d.min(tick));
-        match wake.recv_timeout(next) {
-            Ok(Wake::Shutdown) | Err(RecvTimeoutError::Disconnected) => return,
-            Ok(Wake::ConnectionLost) | Err(RecvTimeoutError::Timeout) => {}
+        Wake::NodeAdded | Wake::Shutdown => {}
+    }
+}
+
+/// One pass of timed work: heartbeats, dead-connection checks, reconnects, cluster
+/// refresh and retirement.
+pub(crate) fn tick(deployment: &Deployment, heartbeats: &mut Heartbeats) {
+    let nodes = deployment.nodes();
+    heartbeats
+        .0
+        .retain(|e, _| nodes.iter().any(|n| n.endpoint == *e));
+    for node in &nodes {
+        if node.is_closed() {
+            continue;
+        }
+        let [interactive_beat, pubsub_beat] =
+            heartbeats.0.entry(node.endpoint.clone()).or_default();
+        match node.current() {
+            Some(conn) => watch(node, &node.interactive, &conn, interactive_beat),
+            None => {
+                if let Some(conn) = reconnect_if_due(node, &node.interactive) {
+                    node.install(conn);
+                    super::detect_cluster(deployment);
+                    if let Some(state) = deployment.cluster() {
+                        state.request_refresh();
+                    }
+                }
+            }
+        }
+        match node.pubsub.current() {
+            Some(conn) => watch(node, &node.pubsub, &conn, pubsub_beat),
+            None => {
+                let carried = deployment.subscriptions_for(node);
+                if !carried.is_empty() {
+                    if let Some(conn) = reconnect_if_due(node, &node.pubsub) {
+                        node.install_pubsub(conn, carried);
+                    }
+                }
+            }
+        }
+    }
+    if let Some(state) = deployment.cluster() {
+        if state.refresh_due() {
+            cluster::refresh(deployment, &state);
+        }
+        for endpoint in state.finish_retirements() {
+            deployment.remove(&endpoint);
+        }
+    }
+}
+
+/// Re-establishes a subscription the server ended: in a cluster after re-reading
+/// where its slot lives now, on a standalone server on the same connection.
+fn resubscribe(deployment: &Deployment, key: &Key) {
+    match deployment.cluster() {
+        Some(state) => {
+            cluster::refresh(deployment, &state);
+            cluster::reroute_subscriptions(deployment, &state);
+        }
+        None => {
+            if let Some(node) = deployment.primary() {
+                let registry = deployment.registry.clone();
+                if let Err(e) = node.send_subscription(key, true, move || registry.wanted()) {
+                    log::debug!("{}: re-subscribing failed: {e}", node.endpoint);
+                }
+            }
         }
     }
 }
 
 /// Heartbeat on an idle connection, and failing one that stopped answering.
-fn watch(
-    node: &Node,
-    conn: &Connection,
-    heartbeat: &mut Option<Arc<crate::connection::slot::Slot>>,
-) {
+fn watch(node: &Node, link: &Link, conn: &Connection, heartbeat: &mut Option<Arc<Slot>>) {
     if conn.is_unresponsive(DEAD_GRACE) {
         log::warn!(
             "{}: no answer within the timeout, closing the connection",
@@ -80,7 +172,7 @@ fn watch(
         }
         *heartbeat = None;
     }
-    let options = &node.config.options;
+    let options = &link.config.options;
     if conn.idle_for() >= options.keep_alive && !conn.has_pending() {
         let mut frame = Vec::with_capacity(14);
         write_command_header(&mut frame, 1);
@@ -91,36 +183,32 @@ fn watch(
     }
 }
 
-fn reconnect_if_due(node: &Node) {
+/// Opens a connection for `link` when its back-off allows; the caller installs it.
+fn reconnect_if_due(node: &Node, link: &Link) -> Option<Connection> {
     let now = Instant::now();
-    {
-        let st = node.reconnect.lock();
-        if st.next_at.is_some_and(|at| at > now) {
-            return;
-        }
+    if link.reconnect.lock().next_at.is_some_and(|at| at > now) {
+        return None;
     }
-    match Connection::open(&node.config) {
+    match Connection::open(&link.config) {
         Ok(conn) => {
             let restored = {
-                let mut st = node.reconnect.lock();
-                let restored = st.was_connected;
+                let mut st = link.reconnect.lock();
                 st.attempt = 0;
                 st.next_at = None;
-                st.was_connected = true;
-                restored
+                st.was_connected
             };
-            node.install(conn);
             log::info!("{}: connected", node.endpoint);
             if restored {
                 node.events.publish(ClientEvent::ConnectionRestored {
                     endpoint: node.endpoint.clone(),
                 });
             }
+            Some(conn)
         }
         Err(error) => {
-            let mut st = node.reconnect.lock();
+            let mut st = link.reconnect.lock();
             st.attempt = st.attempt.saturating_add(1);
-            let options = &node.config.options;
+            let options = &link.config.options;
             let delay = backoff(
                 st.attempt,
                 options.reconnect_min_delay,
@@ -138,6 +226,7 @@ fn reconnect_if_due(node: &Node) {
                 attempt: st.attempt,
                 error,
             });
+            None
         }
     }
 }

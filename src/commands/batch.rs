@@ -108,7 +108,7 @@ impl Queue {
 /// Commands sent together in one write; not atomic (see [`Transaction`] for that).
 ///
 /// ```no_run
-/// use resilient_redis::{Client, Commands};
+/// use resilient_redis::prelude::*;
 /// let db = Client::connect("redis://127.0.0.1:6379")?.database();
 /// let batch = db.batch();
 /// batch.set("k1", "v1");
@@ -152,7 +152,18 @@ impl Batch {
         if cmds.is_empty() {
             return self.queue.finish(Ok(Vec::new()));
         }
-        let outcome = self.db.send_many(&cmds);
+        // A blocking command would hold the shared connection, and every caller
+        // behind it, for its whole block time (inside MULTI it does not block).
+        if let Some(c) = cmds.iter().find(|c| c.block_time().is_some()) {
+            let e = Error::new(
+                ErrorKind::InvalidInput,
+                "a blocking command cannot run in a batch; run it on its own",
+            )
+            .with_command(c.name());
+            *self.queue.cmds.borrow_mut() = cmds;
+            return self.queue.finish(Err(e));
+        }
+        let outcome = self.db.send_many(&cmds, false);
         *self.queue.cmds.borrow_mut() = cmds;
         self.queue.finish(outcome)
     }
@@ -170,7 +181,7 @@ impl Commands for Batch {
 /// changed and the server aborted it: that is an outcome, not an error.
 ///
 /// ```no_run
-/// use resilient_redis::{Client, Commands};
+/// use resilient_redis::prelude::*;
 /// let db = Client::connect("redis://127.0.0.1:6379")?.database();
 /// let tx = db.transaction();
 /// tx.watch("k1");
@@ -218,7 +229,7 @@ impl Transaction {
         let n = body.len();
         all.extend(body);
         all.push(Cmd::typed("EXEC", super::RetryCategory::Never));
-        let outcome = self.db.send_many(&all);
+        let outcome = self.db.send_many(&all, true);
         let body: Vec<Cmd> = all.drain(lead..lead + n).collect();
         *self.queue.cmds.borrow_mut() = body;
         let replies = match outcome {

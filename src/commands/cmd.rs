@@ -80,6 +80,7 @@ impl Cmd {
         let mut w = ArgWriter {
             buf: &mut self.buf,
             argc: 0,
+            keys: None,
         };
         arg.write_args(&mut w);
         self.argc += w.argc;
@@ -88,9 +89,14 @@ impl Cmd {
 
     /// Appends key argument(s) in place.
     pub fn push_key(&mut self, key: impl ToArgs) {
-        let start = self.buf.len();
-        self.push_arg(key);
-        self.keys.push(start..self.buf.len());
+        let mut w = ArgWriter {
+            buf: &mut self.buf,
+            argc: 0,
+            keys: Some(&mut self.keys),
+        };
+        key.write_args(&mut w);
+        self.argc += w.argc;
+        self.seal();
     }
 
     /// States the retry category through flags.
@@ -129,10 +135,32 @@ impl Cmd {
         &self.buf[self.header_start..]
     }
 
-    /// The encoded key arguments (each as `$len\r\nkey\r\n`), for routing.
-    #[allow(dead_code)] // read by cluster slot routing
-    pub(crate) fn key_args(&self) -> impl Iterator<Item = &[u8]> {
+    /// The key arguments, for routing by slot.
+    pub fn keys(&self) -> impl ExactSizeIterator<Item = &[u8]> {
         self.keys.iter().map(|r| &self.buf[r.clone()])
+    }
+
+    /// The arguments after the command name(s), raw (for splitting a multi-key command).
+    pub(crate) fn args(&self) -> Vec<&[u8]> {
+        let mut out = Vec::with_capacity(self.argc);
+        let mut rest = &self.buf[HEADER_ROOM..];
+        while let Some(after_dollar) = rest.strip_prefix(b"$") {
+            let Some(crlf) = after_dollar.iter().position(|&b| b == b'\r') else {
+                break;
+            };
+            let len: usize = std::str::from_utf8(&after_dollar[..crlf])
+                .ok()
+                .and_then(|n| n.parse().ok())
+                .unwrap_or(0);
+            let start = crlf + 2;
+            let Some(arg) = after_dollar.get(start..start + len) else {
+                break;
+            };
+            out.push(arg);
+            rest = after_dollar.get(start + len + 2..).unwrap_or(&[]);
+        }
+        let names = self.name.split(' ').filter(|p| !p.is_empty()).count();
+        out.split_off(names.min(out.len()))
     }
 
     /// Rewrites the header for the current argument count.
@@ -162,18 +190,54 @@ impl Cmd {
 pub struct ArgWriter<'a> {
     buf: &'a mut Vec<u8>,
     argc: usize,
+    keys: Option<&'a mut Vec<Range<usize>>>,
 }
 
 impl ArgWriter<'_> {
     /// Writes one argument.
     pub fn write(&mut self, arg: &[u8]) {
+        let before = self.buf.len();
         write_arg(self.buf, arg);
-        self.argc += 1;
+        self.added(before);
     }
 
     /// Writes one integer argument without allocating.
     pub fn write_int(&mut self, n: i64) {
+        let before = self.buf.len();
         crate::resp::write_int_arg(self.buf, n);
+        self.added(before);
+    }
+
+    /// Counts the argument written at `before` and, for keys, remembers where its
+    /// payload is (after the `$len\r\n` header, before the closing CRLF).
+    fn added(&mut self, before: usize) {
         self.argc += 1;
+        if let Some(keys) = self.keys.as_deref_mut() {
+            let end = self.buf.len() - 2;
+            let header_len = self.buf[before..end]
+                .iter()
+                .position(|&b| b == b'\n')
+                .map_or(0, |p| p + 1);
+            keys.push(before + header_len..end);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_and_args_are_found_again() {
+        let cmd = Cmd::new("MSET").key("a\r\nb").arg(1).key(42).arg("v");
+        let keys: Vec<&[u8]> = cmd.keys().collect();
+        assert_eq!(keys, vec![&b"a\r\nb"[..], &b"42"[..]]);
+        assert_eq!(cmd.args(), vec![&b"a\r\nb"[..], b"1", b"42", b"v"]);
+        let sub = Cmd::new("CLIENT SETNAME").arg("n");
+        assert_eq!(sub.args(), vec![&b"n"[..]]);
+        assert_eq!(
+            sub.frame(),
+            b"*3\r\n$6\r\nCLIENT\r\n$7\r\nSETNAME\r\n$1\r\nn\r\n"
+        );
     }
 }

@@ -17,14 +17,20 @@ pub(crate) trait Router: Send + Sync {
     /// Sends one command and returns its reply (error replies included, unconverted).
     fn send(&self, cmd: &Cmd, timeout: Option<Duration>) -> Result<Value>;
 
-    /// Sends commands pipelined in one write and returns one reply each, in order.
-    fn send_many(&self, cmds: &[Cmd], timeout: Option<Duration>) -> Result<Vec<Value>>;
+    /// Sends commands pipelined and returns one reply each, in order. `atomic`: a
+    /// MULTI/EXEC transaction, which must go whole to one connection.
+    fn send_many(
+        &self,
+        cmds: &[Cmd],
+        timeout: Option<Duration>,
+        atomic: bool,
+    ) -> Result<Vec<Value>>;
 }
 
 /// A handle for running commands: `Clone + Send + Sync` and cheap to clone.
 ///
 /// ```no_run
-/// use resilient_redis::{Client, Commands};
+/// use resilient_redis::prelude::*;
 /// let client = Client::connect("redis://127.0.0.1:6379")?;
 /// let db = client.database();
 /// db.set("greeting", "hello")?;
@@ -87,8 +93,12 @@ impl Database {
         Transaction::new(self.clone())
     }
 
-    pub(crate) fn send_many(&self, cmds: &[Cmd]) -> Result<Vec<Value>> {
-        self.router.send_many(cmds, self.timeout)
+    pub(crate) fn router(&self) -> &Arc<dyn Router> {
+        &self.router
+    }
+
+    pub(crate) fn send_many(&self, cmds: &[Cmd], atomic: bool) -> Result<Vec<Value>> {
+        self.router.send_many(cmds, self.timeout, atomic)
     }
 }
 

@@ -11,7 +11,20 @@ mod flags;
 mod from_value;
 mod to_args;
 
+mod hashes;
+mod keys;
+mod lists;
+mod scripting;
+mod server;
+mod sets;
+mod sha1;
+mod sorted_sets;
+mod streams;
 mod strings;
+mod time_args;
+
+#[cfg(test)]
+mod recorder;
 
 pub use batch::{Batch, Handle, Transaction};
 pub use cmd::{ArgWriter, Cmd};
@@ -19,7 +32,15 @@ pub(crate) use database::Router;
 pub use database::{CmdBuilder, Database};
 pub use flags::{CommandFlags, RetryCategory};
 pub use from_value::FromValue;
-pub use strings::StringCommands;
+pub use hashes::HashCommands;
+pub use keys::KeyCommands;
+pub use lists::{ListCommands, ListEnd};
+pub use scripting::{Script, ScriptingCommands};
+pub use server::ServerCommands;
+pub use sets::SetCommands;
+pub use sorted_sets::SortedSetCommands;
+pub use streams::{StreamCommands, StreamEntry};
+pub use strings::{SetOptions, StringCommands};
 pub use to_args::ToArgs;
 
 /// What the typed command traits are built on: something that can run a `Cmd`.

@@ -75,6 +75,9 @@ fn value_to_write(o: &Options, defaults: &Options, key: OptionKey) -> Option<Str
             }
             .to_string()
         }),
+        OptionKey::ReplicaReads => {
+            (o.replica_reads != defaults.replica_reads).then(|| o.replica_reads.to_string())
+        }
         OptionKey::AbortConnect => {
             (o.abort_connect != defaults.abort_connect).then(|| o.abort_connect.to_string())
         }

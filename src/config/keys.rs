@@ -37,6 +37,7 @@ pub(super) enum OptionKey {
     ReconnectMin,
     ReconnectMax,
     BlockingPool,
+    ReplicaReads,
     MaintNotifications,
     MaintRelaxedTimeout,
     MaintRelaxedWindowMax,
@@ -47,7 +48,7 @@ pub(super) enum OptionKey {
 
 impl OptionKey {
     /// Every key, in `Display` order.
-    pub(super) const ALL: [OptionKey; 26] = [
+    pub(super) const ALL: [OptionKey; 27] = [
         OptionKey::Password,
         OptionKey::User,
         OptionKey::Name,
@@ -68,6 +69,7 @@ impl OptionKey {
         OptionKey::ReconnectMin,
         OptionKey::ReconnectMax,
         OptionKey::BlockingPool,
+        OptionKey::ReplicaReads,
         OptionKey::MaintNotifications,
         OptionKey::MaintRelaxedTimeout,
         OptionKey::MaintRelaxedWindowMax,
@@ -94,6 +96,7 @@ impl OptionKey {
             OptionKey::KeepAlive => "keepAlive",
             OptionKey::Protocol => "protocol",
             OptionKey::AbortConnect => "abortConnect",
+            OptionKey::ReplicaReads => "replicaReads",
             OptionKey::Backlog => "backlog",
             OptionKey::BacklogLimit => "backlogLimit",
             OptionKey::ReconnectMin => "reconnectMin",
@@ -226,6 +229,7 @@ impl Settings {
             OptionKey::KeepAlive => o.keep_alive = millis(value).ok_or_else(|| bad(MILLIS))?,
             OptionKey::Protocol => o.protocol = Some(protocol(value).ok_or_else(|| bad(PROTOCOL))?),
             OptionKey::AbortConnect => o.abort_connect = boolean(value).ok_or_else(|| bad(BOOL))?,
+            OptionKey::ReplicaReads => o.replica_reads = boolean(value).ok_or_else(|| bad(BOOL))?,
             OptionKey::Backlog => o.backlog = backlog(value).ok_or_else(|| bad(BACKLOG))?,
             OptionKey::BacklogLimit => o.backlog_limit = count(value).ok_or_else(|| bad(COUNT))?,
             OptionKey::ReconnectMin => {

@@ -17,3 +17,4 @@ pub use options::{
     BacklogPolicy, Endpoint, MaintNotifications, MovingEndpointType, Options, OptionsBuilder,
     Protocol, Secret, TlsOptions,
 };
+pub(crate) use parse::parse_endpoint;

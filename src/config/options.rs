@@ -194,6 +194,9 @@ pub struct Options {
     pub reconnect_max_delay: Duration,
     /// Dedicated connections for blocking commands, per server (`blockingPool`; 4).
     pub blocking_pool_size: usize,
+    /// Cluster: read-only commands go to replicas, whose connections send `READONLY`
+    /// (`replicaReads`; false: replicas may lag, so this is opt-in).
+    pub replica_reads: bool,
     /// Maintenance notifications opt-in (`maintNotifications`).
     pub maint_notifications: MaintNotifications,
     /// Relaxed command timeout during maintenance (`maintRelaxedTimeout`, seconds; 10).
@@ -229,6 +232,7 @@ impl Default for Options {
             reconnect_min_delay: Duration::from_millis(100),
             reconnect_max_delay: Duration::from_millis(5000),
             blocking_pool_size: 4,
+            replica_reads: false,
             maint_notifications: MaintNotifications::Disabled,
             maint_relaxed_timeout: Duration::from_secs(10),
             maint_relaxed_window_max: None,
@@ -333,6 +337,11 @@ impl OptionsBuilder {
     pub fn reconnect_delay(mut self, min: Duration, max: Duration) -> Self {
         self.options.reconnect_min_delay = min;
         self.options.reconnect_max_delay = max;
+        self
+    }
+    /// Cluster: read-only commands go to replicas.
+    pub fn replica_reads(mut self, on: bool) -> Self {
+        self.options.replica_reads = on;
         self
     }
     /// Maintenance notifications opt-in.

@@ -193,6 +193,7 @@ impl Options {
     /// | `keepAlive` | An idle connection is sent a heartbeat `PING` after this | ms | 10000 |
     /// | `protocol` | Force a RESP version | `resp2`, `resp3`, `2`, `3` | RESP3, falling back to RESP2 |
     /// | `abortConnect` | Fail `connect` when the first connection cannot be made | boolean | true |
+    /// | `replicaReads` | Cluster: send read-only commands to replicas (`READONLY`) | boolean | false |
     /// | `backlog` | What commands do while disconnected | `queue`, `failfast` | `queue` |
     /// | `backlogLimit` | How many callers may wait for the connection at once | count, at least 1 | 10000 |
     /// | `reconnectMin` | First reconnect delay (doubles up to `reconnectMax`) | ms | 100 |

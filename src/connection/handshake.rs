@@ -8,6 +8,7 @@
 use std::time::Instant;
 
 use super::transport::Transport;
+use super::ConnectionConfig;
 use crate::config::{Options, Protocol};
 use crate::error::{Error, ErrorKind, Result};
 use crate::resp::{write_arg, write_command_header, Decoder, Value};
@@ -47,9 +48,10 @@ impl Round {
 pub(crate) fn run(
     transport: &mut Transport,
     decoder: &mut Decoder,
-    options: &Options,
+    cfg: &ConnectionConfig,
     deadline: Instant,
 ) -> Result<Handshake> {
+    let options: &Options = &cfg.options;
     let mut hs = Handshake {
         protocol: Protocol::Resp2,
         early_pushes: Vec::new(),
@@ -72,13 +74,16 @@ pub(crate) fn run(
         if options.database != 0 {
             round.push("SELECT", &[b"SELECT", db.as_bytes()]);
         }
+        if cfg.readonly {
+            round.push("READONLY", &[b"READONLY"]);
+        }
         let replies = exchange(transport, decoder, &round, deadline, &mut hs)?;
         match &replies[0] {
             Value::Map(pairs) => {
                 hs.protocol = Protocol::Resp3;
                 hs.server = pairs.clone();
-                if let Some(reply) = replies.get(1) {
-                    expect_ok("SELECT", reply)?;
+                for (name, reply) in round.names.iter().zip(&replies).skip(1) {
+                    expect_ok(name, reply)?;
                 }
                 return Ok(hs);
             }
@@ -117,6 +122,9 @@ pub(crate) fn run(
     }
     if options.database != 0 {
         round.push("SELECT", &[b"SELECT", db.as_bytes()]);
+    }
+    if cfg.readonly {
+        round.push("READONLY", &[b"READONLY"]);
     }
     if round.names.is_empty() {
         return Ok(hs);

@@ -22,6 +22,7 @@ use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
 
+use crate::availability::{Accumulator, BreakerPolicy, FaultContext};
 use crate::config::{Endpoint, Options, Protocol};
 use crate::error::{Error, ErrorKind, FailureKind, Result};
 use crate::resp::{Decoder, Value};
@@ -46,6 +47,14 @@ pub(crate) struct ConnectionConfig {
     pub on_failure: Option<FailureHandler>,
     /// What the connection serves, for thread names (`rr-read`, `rr-read-blocking`).
     pub role: &'static str,
+    /// A pub/sub connection: RESP2 message arrays are pushes, and an error reply no
+    /// request waits for (a refused SUBSCRIBE) goes to the push handler instead of
+    /// failing the connection.
+    pub subscriber: bool,
+    /// Send `READONLY` in the handshake (cluster replica reads).
+    pub readonly: bool,
+    /// The circuit breaker watching this connection's caller traffic.
+    pub breaker: Option<Arc<dyn BreakerPolicy>>,
 }
 
 /// Identity of a connection, handed to hooks.
@@ -55,6 +64,8 @@ pub(crate) struct ConnectionInfo {
     pub id: u64,
     pub endpoint: Endpoint,
     pub protocol: Protocol,
+    /// `mode` from the server's HELLO reply (`standalone`, `cluster`); RESP2: unknown.
+    pub server_mode: Option<String>,
 }
 
 /// A request waiting for its replies.
@@ -90,6 +101,8 @@ pub(crate) struct Shared {
     timeouts: Arc<ServerTimeouts>,
     on_push: Option<PushHandler>,
     on_failure: Option<FailureHandler>,
+    subscriber: bool,
+    breaker: Option<Box<dyn Accumulator>>,
 }
 
 /// A live connection. Cheap to share behind an `Arc`; closing it ends both threads.
@@ -112,15 +125,22 @@ impl Connection {
         let mut transport = Transport::establish(stream, cfg.tls.as_deref(), left.max(ms(1)))
             .map_err(with_endpoint)?;
         let mut decoder = Decoder::new();
-        let hs =
-            handshake::run(&mut transport, &mut decoder, &cfg.options, deadline).map_err(|e| {
-                transport.shutdown.shutdown();
-                with_endpoint(e)
-            })?;
+        let hs = handshake::run(&mut transport, &mut decoder, cfg, deadline).map_err(|e| {
+            transport.shutdown.shutdown();
+            with_endpoint(e)
+        })?;
         let info = ConnectionInfo {
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             endpoint: cfg.endpoint.clone(),
             protocol: hs.protocol,
+            server_mode: hs.server.iter().find_map(|(k, v)| {
+                (k.as_bytes() == Some(b"mode"))
+                    .then(|| {
+                        v.as_bytes()
+                            .map(|b| String::from_utf8_lossy(b).into_owned())
+                    })
+                    .flatten()
+            }),
         };
         let Transport {
             read,
@@ -150,6 +170,8 @@ impl Connection {
             timeouts: cfg.timeouts.clone(),
             on_push: cfg.on_push.clone(),
             on_failure: cfg.on_failure.clone(),
+            subscriber: cfg.subscriber,
+            breaker: cfg.breaker.as_ref().map(|b| b.create_accumulator()),
         });
         for push in hs.early_pushes {
             shared.dispatch_push(push);
@@ -187,7 +209,7 @@ impl Connection {
         self.submit(frame, replies, timeout, caller_work, slot.clone())
             .map_err(RequestError::Unsent)?;
         let timeouts = &self.shared.timeouts;
-        match slot.wait(|| deadline_after(start, timeouts.effective(timeout))) {
+        let result = match slot.wait(|| deadline_after(start, timeouts.effective(timeout))) {
             Waited::Ready(outcome) => Ok(outcome),
             Waited::TimedOut => {
                 let waited = Instant::now() - start;
@@ -200,7 +222,50 @@ impl Connection {
                     .with_maintenance(timeouts.maintenance()),
                 ))
             }
+        };
+        if caller_work {
+            self.observe(&result);
         }
+        result
+    }
+
+    /// Feeds the outcome of caller traffic to the circuit breaker; a trip closes the
+    /// connection (the owner reconnects, a group moves traffic away).
+    fn observe(&self, result: &std::result::Result<Outcome, RequestError>) {
+        let Some(breaker) = &self.shared.breaker else {
+            return;
+        };
+        let fault = match result {
+            Ok(Outcome::One(v)) => match v.error_message() {
+                Some(m) => FaultContext::from_kind(Error::from_server_reply(m).kind()),
+                None => FaultContext::success(),
+            },
+            Ok(Outcome::Many(_)) => FaultContext::success(),
+            Ok(Outcome::Failed(e)) | Err(RequestError::Failed(e)) => FaultContext::from_error(e),
+            Err(RequestError::Unsent(_)) => return,
+        };
+        breaker.observe(&fault);
+        if !breaker.is_healthy() {
+            log::warn!("{}: circuit breaker tripped", self.shared.endpoint_text);
+            self.close(FailureKind::CircuitBreaker);
+        }
+    }
+
+    /// Writes a frame that gets no reply of its own (SUBSCRIBE and friends, whose
+    /// confirmations arrive as push frames).
+    pub(crate) fn send_oneway(&self, frame: &[u8]) -> Result<()> {
+        let shared = &self.shared;
+        let mut out = shared.out.lock();
+        if out.closed {
+            return Err(shared.closed_error());
+        }
+        out.buf.extend_from_slice(frame);
+        let wake = !out.busy;
+        drop(out);
+        if wake {
+            shared.writer_wake.notify_one();
+        }
+        Ok(())
     }
 
     /// Queues a request whose reply nobody waits for by blocking (heartbeats): the slot
@@ -284,13 +349,11 @@ impl Connection {
         self.shared.closed.load(Ordering::Acquire)
     }
 
-    #[allow(dead_code)]
     pub(crate) fn info(&self) -> &ConnectionInfo {
         &self.shared.info
     }
 
     /// Caller requests in flight (probes, heartbeats and handshakes excluded).
-    #[allow(dead_code)] // idleness for node retirement
     pub(crate) fn caller_inflight(&self) -> usize {
         self.shared.caller_inflight.load(Ordering::Relaxed)
     }

@@ -11,6 +11,30 @@ use super::Shared;
 use crate::error::{Error, ErrorKind, FailureKind};
 use crate::resp::{Decoder, Value};
 
+/// RESP2 delivers pub/sub messages and confirmations as plain arrays whose first
+/// element names the kind; a subscribed RESP2 `PING` answers `["pong", ""]`, which is
+/// a reply, not a message.
+fn is_pubsub_array(frame: &Value) -> bool {
+    let Value::Array(items) = frame else {
+        return false;
+    };
+    let Some(kind) = items.first().and_then(Value::as_bytes) else {
+        return false;
+    };
+    matches!(
+        kind,
+        b"message"
+            | b"pmessage"
+            | b"smessage"
+            | b"subscribe"
+            | b"psubscribe"
+            | b"ssubscribe"
+            | b"unsubscribe"
+            | b"punsubscribe"
+            | b"sunsubscribe"
+    )
+}
+
 pub(super) fn run(shared: Arc<Shared>, mut decoder: Decoder, mut read: ReadHalf) {
     let mut partial: Vec<Value> = Vec::new();
     loop {
@@ -34,13 +58,17 @@ pub(super) fn run(shared: Arc<Shared>, mut decoder: Decoder, mut read: ReadHalf)
             },
             Err(e) => return shared.fail(FailureKind::ProtocolFailure, e),
         };
-        if matches!(frame, Value::Push(_)) {
+        if matches!(frame, Value::Push(_)) || (shared.subscriber && is_pubsub_array(&frame)) {
             shared.dispatch_push(frame);
             continue;
         }
         let mut pending = shared.pending.lock();
         let Some(front) = pending.front() else {
             drop(pending);
+            if shared.subscriber && frame.is_error() {
+                shared.dispatch_push(frame);
+                continue;
+            }
             let e = Error::new(
                 ErrorKind::Protocol,
                 "a reply arrived with no request waiting for it",

@@ -5,6 +5,8 @@
 //! `RESILIENT_REDIS_SKIP_SERVER_TESTS=1` skips these tests explicitly, and says so.
 #![allow(dead_code)]
 
+pub mod cluster;
+
 use std::net::{TcpListener, TcpStream};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};

@@ -205,6 +205,7 @@ fn bad_values_for_every_key() {
         (OptionKey::ReconnectMin, &["0", "x"]),
         (OptionKey::ReconnectMax, &["0", "x"]),
         (OptionKey::BlockingPool, &["0", "", "many"]),
+        (OptionKey::ReplicaReads, &["", "sometimes"]),
         (OptionKey::MaintNotifications, &["", "on", "true", "enable"]),
         (
             OptionKey::MaintRelaxedTimeout,

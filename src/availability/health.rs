@@ -1,0 +1,235 @@
+//! Active health checks: probes, three-valued results, and the policies that turn a
+//! run of probe results into a verdict.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::probes::{Ping, ProbeTarget};
+
+/// What a probe (or a whole check) concluded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ProbeResult {
+    /// It works.
+    Healthy,
+    /// It does not.
+    Unhealthy,
+    /// Could not tell (e.g. a write probe on a replica, a management API that did not
+    /// answer). Never counts as a failure.
+    Inconclusive,
+}
+
+/// One probe of one server. Runs on a probe thread, never on a caller's thread or a
+/// connection's reader or writer; it must respect `timeout`.
+pub trait Probe: Send + Sync + fmt::Debug {
+    /// Probes the target once.
+    fn probe(&self, target: &ProbeTarget<'_>, timeout: Duration) -> ProbeResult;
+}
+
+/// Probe results so far in one check.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ProbeCounts {
+    /// Healthy results.
+    pub success: u32,
+    /// Unhealthy results.
+    pub failure: u32,
+    /// Inconclusive results.
+    pub inconclusive: u32,
+    /// Probes still allowed.
+    pub remaining: u32,
+}
+
+/// Turns probe results into a verdict. Returning `Inconclusive` while probes remain
+/// asks for another probe; once none remain, the answer is final.
+pub trait ProbePolicy: Send + Sync + fmt::Debug {
+    /// The verdict so far.
+    fn decide(&self, counts: ProbeCounts) -> ProbeResult;
+}
+
+/// Healthy when every decisive probe succeeded; one failure is enough to fail.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct AllSuccess;
+
+/// Healthy as soon as one probe succeeds; unhealthy only when none did and one failed.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct AnySuccess;
+
+/// Healthy when most probes succeeded, unhealthy when most failed.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct MajoritySuccess;
+
+impl ProbePolicy for AllSuccess {
+    fn decide(&self, c: ProbeCounts) -> ProbeResult {
+        if c.failure > 0 {
+            ProbeResult::Unhealthy
+        } else if c.remaining > 0 || c.success == 0 {
+            // Nothing but inconclusive results stays inconclusive, never Healthy.
+            ProbeResult::Inconclusive
+        } else {
+            ProbeResult::Healthy
+        }
+    }
+}
+
+impl ProbePolicy for AnySuccess {
+    fn decide(&self, c: ProbeCounts) -> ProbeResult {
+        if c.success > 0 {
+            ProbeResult::Healthy
+        } else if c.remaining > 0 || c.failure == 0 {
+            // Nothing but inconclusive results stays inconclusive, never Unhealthy.
+            ProbeResult::Inconclusive
+        } else {
+            ProbeResult::Unhealthy
+        }
+    }
+}
+
+impl ProbePolicy for MajoritySuccess {
+    fn decide(&self, c: ProbeCounts) -> ProbeResult {
+        let total = c.success + c.failure + c.inconclusive + c.remaining;
+        if c.success * 2 > total {
+            ProbeResult::Healthy
+        } else if c.failure * 2 > total {
+            ProbeResult::Unhealthy
+        } else if c.remaining > 0 {
+            ProbeResult::Inconclusive
+        } else if c.success > c.failure {
+            ProbeResult::Healthy
+        } else if c.failure > c.success {
+            ProbeResult::Unhealthy
+        } else {
+            ProbeResult::Inconclusive
+        }
+    }
+}
+
+/// How a member is checked: every `interval`, up to `probe_count` probes of at most
+/// `probe_timeout` each, `probe_interval` apart after a failed one, judged by `policy`.
+///
+/// The defaults are the values other clients converged on: 5 s, 3 probes, 3 s,
+/// 500 ms, `Ping`, `AllSuccess`. Clone and modify:
+///
+/// ```
+/// use resilient_redis::availability::{HealthCheck, MajoritySuccess};
+/// use std::sync::Arc;
+/// use std::time::Duration;
+/// let check = HealthCheck {
+///     interval: Duration::from_secs(1),
+///     probe_count: 5,
+///     policy: Arc::new(MajoritySuccess),
+///     ..HealthCheck::default()
+/// };
+/// # let _ = check;
+/// ```
+#[derive(Clone, Debug)]
+pub struct HealthCheck {
+    /// Time between checks.
+    pub interval: Duration,
+    /// Probes at most per check.
+    pub probe_count: u32,
+    /// Time one probe may take.
+    pub probe_timeout: Duration,
+    /// Pause after a failed probe before the next.
+    pub probe_interval: Duration,
+    /// What a probe does.
+    pub probe: Arc<dyn Probe>,
+    /// How results become a verdict.
+    pub policy: Arc<dyn ProbePolicy>,
+}
+
+impl Default for HealthCheck {
+    fn default() -> HealthCheck {
+        HealthCheck {
+            interval: Duration::from_secs(5),
+            probe_count: 3,
+            probe_timeout: Duration::from_secs(3),
+            probe_interval: Duration::from_millis(500),
+            probe: Arc::new(Ping),
+            policy: Arc::new(AllSuccess),
+        }
+    }
+}
+
+impl HealthCheck {
+    /// Runs one check against `target` (on the calling probe thread).
+    pub fn run(&self, target: &ProbeTarget<'_>) -> ProbeResult {
+        let total = self.probe_count.max(1);
+        let mut counts = ProbeCounts {
+            remaining: total,
+            ..ProbeCounts::default()
+        };
+        loop {
+            let result = self.probe.probe(target, self.probe_timeout);
+            counts.remaining -= 1;
+            match result {
+                ProbeResult::Healthy => counts.success += 1,
+                ProbeResult::Unhealthy => counts.failure += 1,
+                ProbeResult::Inconclusive => counts.inconclusive += 1,
+            }
+            let verdict = self.policy.decide(counts);
+            if verdict != ProbeResult::Inconclusive || counts.remaining == 0 {
+                return verdict;
+            }
+            if result != ProbeResult::Healthy {
+                std::thread::sleep(self.probe_interval);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn c(success: u32, failure: u32, inconclusive: u32, remaining: u32) -> ProbeCounts {
+        ProbeCounts {
+            success,
+            failure,
+            inconclusive,
+            remaining,
+        }
+    }
+
+    #[test]
+    fn all_inconclusive_is_inconclusive_under_every_built_in_policy() {
+        let policies: [&dyn ProbePolicy; 3] = [&AllSuccess, &AnySuccess, &MajoritySuccess];
+        for p in policies {
+            assert_eq!(p.decide(c(0, 0, 3, 0)), ProbeResult::Inconclusive, "{p:?}");
+            assert_eq!(p.decide(c(0, 0, 1, 2)), ProbeResult::Inconclusive, "{p:?}");
+        }
+    }
+
+    #[test]
+    fn all_success_fails_fast_and_needs_every_decisive_probe() {
+        assert_eq!(AllSuccess.decide(c(0, 1, 0, 2)), ProbeResult::Unhealthy);
+        assert_eq!(AllSuccess.decide(c(1, 0, 0, 2)), ProbeResult::Inconclusive);
+        assert_eq!(AllSuccess.decide(c(3, 0, 0, 0)), ProbeResult::Healthy);
+        assert_eq!(AllSuccess.decide(c(2, 0, 1, 0)), ProbeResult::Healthy);
+    }
+
+    #[test]
+    fn any_success_succeeds_fast_and_fails_only_at_the_end() {
+        assert_eq!(AnySuccess.decide(c(1, 0, 0, 2)), ProbeResult::Healthy);
+        assert_eq!(AnySuccess.decide(c(0, 1, 0, 2)), ProbeResult::Inconclusive);
+        assert_eq!(AnySuccess.decide(c(0, 3, 0, 0)), ProbeResult::Unhealthy);
+        assert_eq!(AnySuccess.decide(c(0, 1, 2, 0)), ProbeResult::Unhealthy);
+    }
+
+    #[test]
+    fn majority_decides_as_soon_as_it_can() {
+        assert_eq!(MajoritySuccess.decide(c(2, 0, 0, 1)), ProbeResult::Healthy);
+        assert_eq!(
+            MajoritySuccess.decide(c(0, 2, 0, 1)),
+            ProbeResult::Unhealthy
+        );
+        assert_eq!(
+            MajoritySuccess.decide(c(1, 1, 0, 1)),
+            ProbeResult::Inconclusive
+        );
+        assert_eq!(
+            MajoritySuccess.decide(c(1, 1, 1, 0)),
+            ProbeResult::Inconclusive
+        );
+        assert_eq!(MajoritySuccess.decide(c(1, 0, 2, 0)), ProbeResult::Healthy);
+    }
+}

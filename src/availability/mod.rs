@@ -1,0 +1,29 @@
+//! Availability: groups of deployments (Active-Active), members, selection, health
+//! checks, circuit breakers, failback, manual failover, and the faults they decide on.
+//!
+//! Owns: which member serves. Must never: block a caller or another member's checks on
+//! one member's probe, or let a slow event consumer delay selection.
+
+mod breaker;
+mod events;
+mod fault;
+mod group;
+mod health;
+mod member;
+mod probes;
+mod pubsub;
+mod router;
+mod selection;
+mod supervisor;
+
+pub use breaker::{Accumulator, BreakerPolicy, CircuitBreaker, CircuitBreakerBuilder};
+pub use events::{ChangeReason, GroupEvent};
+pub use fault::FaultContext;
+pub use group::{Group, GroupOptions};
+pub use health::{
+    AllSuccess, AnySuccess, HealthCheck, MajoritySuccess, Probe, ProbeCounts, ProbePolicy,
+    ProbeResult,
+};
+pub use member::Member;
+pub use probes::{IsConnected, Ping, ProbeTarget, StringSet};
+pub use pubsub::{GroupSubscriber, GroupSubscription};

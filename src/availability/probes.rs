@@ -1,0 +1,162 @@
+//! Built-in probes (`Ping`, `IsConnected`, `StringSet`) and `ProbeTarget`, what a
+//! probe may do with the server it checks.
+//!
+//! Probe traffic goes through the server's normal queue (so a connection whose queue
+//! does not drain is seen as unhealthy) but is not caller work: it never makes a
+//! server look busy.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::health::{Probe, ProbeResult};
+use crate::client::cluster::key_slot;
+use crate::client::{Deployment, Node};
+use crate::commands::{Cmd, FromValue, RetryCategory};
+use crate::config::Endpoint;
+use crate::connection::slot::Outcome;
+use crate::error::{Error, ErrorKind, Result};
+
+/// The server one probe checks.
+pub struct ProbeTarget<'a> {
+    pub(crate) member: &'a str,
+    pub(crate) node: Arc<Node>,
+    pub(crate) deployment: Arc<Deployment>,
+}
+
+impl std::fmt::Debug for ProbeTarget<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProbeTarget")
+            .field("member", &self.member)
+            .field("endpoint", &self.node.endpoint)
+            .finish()
+    }
+}
+
+impl ProbeTarget<'_> {
+    /// The name of the group member being checked.
+    pub fn member_name(&self) -> &str {
+        self.member
+    }
+
+    /// The server being checked.
+    pub fn endpoint(&self) -> &Endpoint {
+        &self.node.endpoint
+    }
+
+    /// Whether its interactive connection is up now (no command sent).
+    pub fn is_connected(&self) -> bool {
+        self.node.current().is_some()
+    }
+
+    /// Runs `cmd` on exactly this server (not routed elsewhere), as probe traffic.
+    pub fn command<T: FromValue>(&self, cmd: &Cmd, timeout: Duration) -> Result<T> {
+        let reply = match self.node.request(cmd.frame(), 1, timeout, false)? {
+            Outcome::One(v) => v,
+            Outcome::Failed(e) => return Err(e),
+            Outcome::Many(_) => return Err(Error::new(ErrorKind::Protocol, "several replies")),
+        };
+        if let Some(m) = reply.error_message() {
+            return Err(Error::from_server_reply(m).with_command(cmd.name()));
+        }
+        T::from_value(reply)
+    }
+
+    /// A key that hashes to this server (in a cluster, to a slot it owns), so a
+    /// key-writing probe checks the server it means to and not another node.
+    pub fn invent_key(&self, prefix: &str) -> String {
+        let Some(state) = self.deployment.cluster() else {
+            return format!("{prefix}:{}", unique());
+        };
+        let me = &self.node.endpoint;
+        for tag in 0u32..100_000 {
+            let key = format!("{prefix}:{{{tag}}}");
+            if state.master_for(key_slot(key.as_bytes())).as_ref() == Some(me) {
+                return key;
+            }
+        }
+        format!("{prefix}:{}", unique())
+    }
+}
+
+fn unique() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u64(0);
+    h.finish()
+}
+
+/// `PING`: the default probe.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Ping;
+
+impl Probe for Ping {
+    fn probe(&self, target: &ProbeTarget<'_>, timeout: Duration) -> ProbeResult {
+        let ping = Cmd::typed("PING", RetryCategory::Always);
+        match target.command::<String>(&ping, timeout) {
+            Ok(_) => ProbeResult::Healthy,
+            Err(e) => {
+                log::debug!("{}: PING probe failed: {e}", target.endpoint());
+                ProbeResult::Unhealthy
+            }
+        }
+    }
+}
+
+/// Whether the connection is up: no command is sent.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct IsConnected;
+
+impl Probe for IsConnected {
+    fn probe(&self, target: &ProbeTarget<'_>, _timeout: Duration) -> ProbeResult {
+        if target.is_connected() {
+            ProbeResult::Healthy
+        } else {
+            ProbeResult::Unhealthy
+        }
+    }
+}
+
+/// Writes a random value under a key that routes to the checked server, reads it back.
+/// On a replica the write is refused (`READONLY`): that is Inconclusive, not a failure.
+#[derive(Clone, Debug)]
+pub struct StringSet {
+    /// Prefix of the probe keys (they expire after a minute).
+    pub key_prefix: String,
+}
+
+impl Default for StringSet {
+    fn default() -> StringSet {
+        StringSet {
+            key_prefix: "__rr_probe".to_string(),
+        }
+    }
+}
+
+impl Probe for StringSet {
+    fn probe(&self, target: &ProbeTarget<'_>, timeout: Duration) -> ProbeResult {
+        let key = target.invent_key(&self.key_prefix);
+        let value = unique().to_string();
+        let set = Cmd::typed("SET", RetryCategory::WriteLastWins)
+            .key(&key)
+            .arg(&value)
+            .arg("EX")
+            .arg(60);
+        match target.command::<()>(&set, timeout) {
+            Ok(()) => {}
+            Err(e) if e.kind() == ErrorKind::ReadOnly => return ProbeResult::Inconclusive,
+            Err(e) => {
+                log::debug!("{}: SET probe failed: {e}", target.endpoint());
+                return ProbeResult::Unhealthy;
+            }
+        }
+        let get = Cmd::typed("GET", RetryCategory::ReadOnly).key(&key);
+        match target.command::<Option<String>>(&get, timeout) {
+            Ok(Some(v)) if v == value => ProbeResult::Healthy,
+            Ok(_) => ProbeResult::Unhealthy,
+            Err(e) => {
+                log::debug!("{}: GET probe failed: {e}", target.endpoint());
+                ProbeResult::Unhealthy
+            }
+        }
+    }
+}

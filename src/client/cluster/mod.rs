@@ -1,0 +1,396 @@
+//! Redis Cluster: the slot map, the identity map (a node answers to its address and
+//! its announced hostname: one node), topology refresh, redirects and retirement.
+//!
+//! Owns: which node serves a slot. Must never: let a burst of MOVED replies cause a
+//! burst of topology queries (refreshes are coalesced), or count our own traffic
+//! (handshakes, heartbeats, topology queries) as work that keeps a node from retiring.
+
+mod router;
+pub(crate) mod slot;
+mod split;
+pub(crate) mod topology;
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use parking_lot::{Mutex, RwLock};
+
+pub(crate) use router::ClusterRouter;
+pub use slot::{key_slot, SLOT_COUNT};
+
+use super::deployment::Deployment;
+use super::node::Node;
+use crate::config::Endpoint;
+use crate::connection::slot::Outcome;
+use crate::error::{Error, ErrorKind, Result};
+use crate::pubsub::{Key, MessageKind};
+use crate::resp::{write_arg, write_command_header, Value};
+use topology::Topology;
+
+/// How often the topology is re-read when nothing else asks for it.
+pub(crate) const PERIODIC_REFRESH: Duration = Duration::from_secs(30);
+/// A node absent from this many consecutive topologies has left the cluster.
+pub(crate) const ABSENT_REFRESHES_BEFORE_RETIRING: u32 = 3;
+/// The longest a retiring node waits for caller work in flight before it is closed.
+pub(crate) const RETIREMENT_DRAIN: Duration = Duration::from_secs(5);
+
+/// Counters for diagnostics and tests.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ClusterStats {
+    /// `-MOVED` replies followed.
+    pub moved: u64,
+    /// `-ASK` replies followed.
+    pub ask: u64,
+    /// `-TRYAGAIN` / `-CLUSTERDOWN` replies waited out.
+    pub try_again: u64,
+    /// Topology refreshes completed.
+    pub refreshes: u64,
+    /// Nodes retired after leaving the cluster.
+    pub retired: u64,
+}
+
+struct SlotMap {
+    /// Master endpoint (canonical) per shard, and replicas.
+    shards: Vec<(Endpoint, Vec<Endpoint>)>,
+    table: Vec<Option<u16>>,
+}
+
+pub(crate) struct ClusterState {
+    map: RwLock<SlotMap>,
+    /// Alias (any name a node answers to) to its canonical endpoint.
+    aliases: RwLock<HashMap<Endpoint, Endpoint>>,
+    refresh_requested: AtomicBool,
+    last_refresh: Mutex<Instant>,
+    absent: Mutex<HashMap<Endpoint, u32>>,
+    retiring: Mutex<Vec<(Arc<Node>, Instant)>>,
+    /// Which node carries each sharded subscription.
+    sub_routes: Mutex<HashMap<Key, Endpoint>>,
+    moved: AtomicU64,
+    ask: AtomicU64,
+    try_again: AtomicU64,
+    refreshes: AtomicU64,
+    retired: AtomicU64,
+    pick: AtomicU64,
+}
+
+impl ClusterState {
+    pub(crate) fn new() -> ClusterState {
+        ClusterState {
+            map: RwLock::new(SlotMap {
+                shards: Vec::new(),
+                table: vec![None; SLOT_COUNT as usize],
+            }),
+            aliases: RwLock::new(HashMap::new()),
+            refresh_requested: AtomicBool::new(false),
+            last_refresh: Mutex::new(Instant::now()),
+            absent: Mutex::new(HashMap::new()),
+            retiring: Mutex::new(Vec::new()),
+            sub_routes: Mutex::new(HashMap::new()),
+            moved: AtomicU64::new(0),
+            ask: AtomicU64::new(0),
+            try_again: AtomicU64::new(0),
+            refreshes: AtomicU64::new(0),
+            retired: AtomicU64::new(0),
+            pick: AtomicU64::new(0),
+        }
+    }
+
+    /// A rotating number, to spread keyless commands and replica reads.
+    pub(crate) fn next_pick(&self) -> usize {
+        self.pick.fetch_add(1, Ordering::Relaxed) as usize
+    }
+
+    pub(crate) fn stats(&self) -> ClusterStats {
+        ClusterStats {
+            moved: self.moved.load(Ordering::Relaxed),
+            ask: self.ask.load(Ordering::Relaxed),
+            try_again: self.try_again.load(Ordering::Relaxed),
+            refreshes: self.refreshes.load(Ordering::Relaxed),
+            retired: self.retired.load(Ordering::Relaxed),
+        }
+    }
+
+    /// The canonical endpoint of a name a node answers to.
+    pub(crate) fn canonical(&self, endpoint: &Endpoint) -> Endpoint {
+        self.aliases
+            .read()
+            .get(endpoint)
+            .cloned()
+            .unwrap_or_else(|| endpoint.clone())
+    }
+
+    /// The master serving `slot`, if the map knows one.
+    pub(crate) fn master_for(&self, slot: u16) -> Option<Endpoint> {
+        let map = self.map.read();
+        let shard = (*map.table.get(slot as usize)?)?;
+        map.shards.get(shard as usize).map(|s| s.0.clone())
+    }
+
+    /// A replica serving `slot` (spread by a rotating pick), else its master.
+    pub(crate) fn replica_for(&self, slot: u16, pick: usize) -> Option<Endpoint> {
+        let map = self.map.read();
+        let shard = (*map.table.get(slot as usize)?)?;
+        let (master, replicas) = map.shards.get(shard as usize)?;
+        if replicas.is_empty() {
+            return Some(master.clone());
+        }
+        replicas.get(pick % replicas.len()).cloned()
+    }
+
+    /// Any master (for keyless commands).
+    pub(crate) fn any_master(&self, pick: usize) -> Option<Endpoint> {
+        let map = self.map.read();
+        let owners: Vec<&Endpoint> = map.shards.iter().map(|s| &s.0).collect();
+        if owners.is_empty() {
+            return None;
+        }
+        owners.get(pick % owners.len()).map(|e| (*e).clone())
+    }
+
+    /// Follows a `-MOVED`: the slot now belongs to `target`; a refresh is requested
+    /// (coalesced with any other) to learn the rest of the change.
+    pub(crate) fn moved(&self, slot: u16, target: &Endpoint) {
+        self.moved.fetch_add(1, Ordering::Relaxed);
+        let target = self.canonical(target);
+        let mut map = self.map.write();
+        let shard = match map.shards.iter().position(|s| s.0 == target) {
+            Some(i) => i,
+            None => {
+                map.shards.push((target, Vec::new()));
+                map.shards.len() - 1
+            }
+        };
+        if let Some(entry) = map.table.get_mut(slot as usize) {
+            *entry = Some(shard as u16);
+        }
+        drop(map);
+        self.request_refresh();
+    }
+
+    pub(crate) fn asked(&self) {
+        self.ask.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn tried_again(&self) {
+        self.try_again.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Asks for a refresh; many requests before it starts make one refresh.
+    pub(crate) fn request_refresh(&self) {
+        self.refresh_requested.store(true, Ordering::Release);
+    }
+
+    /// Whether a refresh is due now: requested, or the periodic one.
+    pub(crate) fn refresh_due(&self) -> bool {
+        self.refresh_requested.load(Ordering::Acquire)
+            || self.last_refresh.lock().elapsed() >= PERIODIC_REFRESH
+    }
+
+    /// Installs a topology: slot map, identity map, nodes to make; counts absences
+    /// and returns the nodes that have now left the cluster.
+    pub(crate) fn apply(&self, topology: &Topology, known: &[Endpoint]) -> Vec<Endpoint> {
+        let mut aliases = HashMap::new();
+        for node in topology.nodes() {
+            for alias in &node.aliases {
+                aliases.insert(alias.clone(), node.endpoint.clone());
+            }
+        }
+        *self.aliases.write() = aliases;
+        let shards = topology
+            .shards
+            .iter()
+            .map(|s| {
+                (
+                    s.master.endpoint.clone(),
+                    s.replicas.iter().map(|r| r.endpoint.clone()).collect(),
+                )
+            })
+            .collect();
+        *self.map.write() = SlotMap {
+            shards,
+            table: topology.slot_table(),
+        };
+        *self.last_refresh.lock() = Instant::now();
+        self.refreshes.fetch_add(1, Ordering::Relaxed);
+        // A node still listed (even without slots) is kept; one missing from several
+        // topologies in a row has left.
+        let listed: Vec<&Endpoint> = topology.nodes().map(|n| &n.endpoint).collect();
+        let mut absent = self.absent.lock();
+        let mut gone = Vec::new();
+        for endpoint in known {
+            if listed.contains(&endpoint) {
+                absent.remove(endpoint);
+                continue;
+            }
+            let count = absent.entry(endpoint.clone()).or_insert(0);
+            *count += 1;
+            if *count >= ABSENT_REFRESHES_BEFORE_RETIRING {
+                gone.push(endpoint.clone());
+                absent.remove(endpoint);
+            }
+        }
+        gone
+    }
+
+    /// Starts retiring a node: it is closed once no caller work is in flight on it,
+    /// or when the drain bound passes.
+    pub(crate) fn retire(&self, node: Arc<Node>) {
+        log::info!("{}: left the cluster; retiring", node.endpoint);
+        self.retiring
+            .lock()
+            .push((node, Instant::now() + RETIREMENT_DRAIN));
+    }
+
+    /// Closes retiring nodes that are idle (caller work only) or out of time; returns
+    /// their endpoints so the deployment forgets them.
+    pub(crate) fn finish_retirements(&self) -> Vec<Endpoint> {
+        let now = Instant::now();
+        let mut retiring = self.retiring.lock();
+        let mut done = Vec::new();
+        retiring.retain(|(node, deadline)| {
+            if node.caller_inflight() == 0 || now >= *deadline {
+                node.close();
+                done.push(node.endpoint.clone());
+                false
+            } else {
+                true
+            }
+        });
+        self.retired.fetch_add(done.len() as u64, Ordering::Relaxed);
+        done
+    }
+
+    /// The node a subscription belongs on: sharded by slot, the rest on the first
+    /// master (plain pub/sub is broadcast across the cluster).
+    pub(crate) fn subscription_home(&self, key: &Key) -> Option<Endpoint> {
+        match key.0 {
+            MessageKind::Sharded => self.master_for(key_slot(&key.1)),
+            _ => self.any_master(0),
+        }
+    }
+
+    pub(crate) fn sub_routes(&self) -> &Mutex<HashMap<Key, Endpoint>> {
+        &self.sub_routes
+    }
+}
+
+/// Reads the topology from one node: `CLUSTER SHARDS`, falling back to `CLUSTER SLOTS`
+/// on servers before 7.0. Not caller work: it never makes a node look busy.
+pub(crate) fn query_topology(node: &Node, timeout: Duration, tls: bool) -> Result<Topology> {
+    let ask = |args: &[&[u8]]| -> Result<Value> {
+        let mut frame = Vec::new();
+        write_command_header(&mut frame, args.len());
+        for a in args {
+            write_arg(&mut frame, a);
+        }
+        let conn = node
+            .current()
+            .ok_or_else(|| Error::new(ErrorKind::ConnectionClosed, "not connected"))?;
+        match conn.request(&frame, 1, timeout, false) {
+            Ok(Outcome::One(v)) => Ok(v),
+            Ok(Outcome::Failed(e)) => Err(e),
+            Ok(Outcome::Many(_)) => Err(Error::new(ErrorKind::Protocol, "several replies")),
+            Err(crate::connection::RequestError::Failed(e))
+            | Err(crate::connection::RequestError::Unsent(e)) => Err(e),
+        }
+    };
+    let reply = ask(&[b"CLUSTER", b"SHARDS"])?;
+    match reply.error_message() {
+        None => topology::parse_shards(&reply, &node.endpoint, tls),
+        Some(_) => {
+            let reply = ask(&[b"CLUSTER", b"SLOTS"])?;
+            if let Some(m) = reply.error_message() {
+                return Err(Error::from_server_reply(m).with_command("CLUSTER SLOTS"));
+            }
+            topology::parse_slots(&reply, &node.endpoint)
+        }
+    }
+}
+
+/// One refresh pass, run by the supervisor: ask a live node, apply, make new nodes,
+/// start retiring the ones that left, and move sharded subscriptions to their owners.
+pub(crate) fn refresh(deployment: &Deployment, state: &ClusterState) {
+    // Released when the refresh *starts*: requests made during it cause one more.
+    state.refresh_requested.store(false, Ordering::Release);
+    let timeout = deployment.options.command_timeout;
+    let tls = deployment.options.tls.is_some();
+    let nodes = deployment.nodes();
+    let mut topology = None;
+    for node in nodes.iter().filter(|n| n.current().is_some()) {
+        match query_topology(node, timeout, tls) {
+            Ok(t) if !t.shards.is_empty() => {
+                topology = Some(t);
+                break;
+            }
+            Ok(_) => log::debug!("{}: empty cluster topology", node.endpoint),
+            Err(e) => log::debug!("{}: topology query failed: {e}", node.endpoint),
+        }
+    }
+    let Some(topology) = topology else {
+        return;
+    };
+    let known: Vec<Endpoint> = nodes.iter().map(|n| n.endpoint.clone()).collect();
+    let gone = state.apply(&topology, &known);
+    for info in topology.nodes() {
+        if let Err(e) = deployment.node_for(&info.endpoint) {
+            log::warn!("{}: cannot add node: {e}", info.endpoint);
+        }
+    }
+    for endpoint in gone {
+        if let Some(node) = deployment.find(&endpoint) {
+            state.retire(node);
+        }
+    }
+    reroute_subscriptions(deployment, state);
+}
+
+/// Puts every sharded subscription on the node that owns its slot now, at once (not
+/// after a jittered delay): messages published meanwhile would otherwise be lost.
+pub(crate) fn reroute_subscriptions(deployment: &Deployment, state: &ClusterState) {
+    for key in deployment.registry.wanted() {
+        let Some(home) = state.subscription_home(&key) else {
+            continue;
+        };
+        let previous = state.sub_routes.lock().get(&key).cloned();
+        let confirmed = deployment.registry.is_confirmed(&key);
+        if previous.as_ref() == Some(&home) && confirmed {
+            continue;
+        }
+        if let Some(old) = previous.filter(|p| *p != home) {
+            if let Some(node) = deployment.find(&old) {
+                let _ = node.send_subscription(&key, false, Vec::new);
+            }
+        }
+        state.sub_routes.lock().insert(key.clone(), home.clone());
+        match deployment.node_for(&home) {
+            Ok(node) => {
+                let keys = || subscriptions_for(deployment, state, &home);
+                if let Err(e) = node.send_subscription(&key, true, keys) {
+                    log::debug!("{home}: subscribing deferred: {e}");
+                }
+            }
+            Err(e) => log::warn!("{home}: cannot add node: {e}"),
+        }
+    }
+}
+
+/// The subscriptions a node carries (what to re-send on a fresh connection to it).
+pub(crate) fn subscriptions_for(
+    deployment: &Deployment,
+    state: &ClusterState,
+    endpoint: &Endpoint,
+) -> Vec<Key> {
+    let routes = state.sub_routes.lock();
+    deployment
+        .registry
+        .wanted()
+        .into_iter()
+        .filter(|k| match routes.get(k) {
+            Some(home) => home == endpoint,
+            None => state.subscription_home(k).as_ref() == Some(endpoint),
+        })
+        .collect()
+}

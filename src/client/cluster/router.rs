@@ -1,0 +1,266 @@
+//! Routing commands in a cluster: by the slot of their keys, following `-MOVED` (map
+//! updated, refresh requested) and `-ASK` (`ASKING` then the command, map untouched),
+//! waiting out `-TRYAGAIN`/`-CLUSTERDOWN` within the caller's timeout. Redirect loops
+//! end after a bound with a classified error.
+
+use std::time::{Duration, Instant};
+
+use super::super::deployment::Deployment;
+use super::{key_slot, split, ClusterState};
+use crate::commands::{Cmd, RetryCategory};
+use crate::config::Endpoint;
+use crate::connection::deadline_after;
+use crate::connection::slot::Outcome;
+use crate::error::{Error, ErrorKind, Result};
+use crate::resp::Value;
+
+/// Redirects followed for one command before giving up (a healthy migration needs 2).
+pub(crate) const MAX_REDIRECTS: usize = 16;
+
+/// Routing for one call, borrowing the deployment and its cluster state.
+pub(crate) struct ClusterRouter<'a> {
+    deployment: &'a Deployment,
+    state: &'a ClusterState,
+}
+
+/// Where one command goes and how.
+pub(super) struct Target {
+    pub endpoint: Endpoint,
+    pub asking: bool,
+}
+
+impl<'a> ClusterRouter<'a> {
+    pub(crate) fn new(deployment: &'a Deployment, state: &'a ClusterState) -> ClusterRouter<'a> {
+        ClusterRouter { deployment, state }
+    }
+
+    pub(super) fn deployment(&self) -> &Deployment {
+        self.deployment
+    }
+
+    pub(super) fn state(&self) -> &ClusterState {
+        self.state
+    }
+
+    fn timeout(&self, timeout: Option<Duration>) -> Duration {
+        timeout.unwrap_or(self.deployment().options.command_timeout)
+    }
+
+    /// The node a command goes to first: its slot's master (or a replica for reads
+    /// when asked), any master for keyless commands.
+    pub(super) fn first_target(&self, cmd: &Cmd) -> Result<Endpoint> {
+        let pick = self.state.next_pick();
+        let endpoint = match single_slot(cmd)? {
+            Some(slot) => {
+                let read = cmd.retry_category() == RetryCategory::ReadOnly;
+                if read && self.deployment().options.replica_reads {
+                    self.state.replica_for(slot, pick)
+                } else {
+                    self.state.master_for(slot)
+                }
+            }
+            None => self.state.any_master(pick),
+        };
+        match endpoint {
+            Some(e) => Ok(e),
+            // No map yet (or an uncovered slot): the seed answers with a redirect.
+            None => self
+                .deployment()
+                .primary()
+                .map(|n| n.endpoint.clone())
+                .ok_or_else(|| Error::new(ErrorKind::ClusterDown, "no node is known")),
+        }
+    }
+
+    /// Sends one command to `target` and returns its reply, unconverted.
+    pub(super) fn send_to(&self, cmd: &Cmd, target: &Target, deadline: Instant) -> Result<Value> {
+        let node = self.deployment().node_for(&target.endpoint)?;
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(Error::new(
+                ErrorKind::Timeout,
+                "timed out while following redirects",
+            ));
+        }
+        if let Some(block) = cmd.block_time() {
+            return node.blocking.run(cmd.frame(), left, block);
+        }
+        if !target.asking {
+            return match node.request(cmd.frame(), 1, left, true)? {
+                Outcome::One(v) => Ok(v),
+                Outcome::Failed(e) => Err(e),
+                Outcome::Many(_) => Err(Error::new(ErrorKind::Protocol, "several replies")),
+            };
+        }
+        // ASKING and the command in one write, so nothing can come between them.
+        let asking = Cmd::typed("ASKING", RetryCategory::Connection);
+        let mut frame = Vec::with_capacity(asking.frame().len() + cmd.frame().len());
+        frame.extend_from_slice(asking.frame());
+        frame.extend_from_slice(cmd.frame());
+        match node.request(&frame, 2, left, true)? {
+            Outcome::Many(mut v) if v.len() == 2 => Ok(v.swap_remove(1)),
+            Outcome::Failed(e) => Err(e),
+            _ => Err(Error::new(
+                ErrorKind::Protocol,
+                "unexpected replies to ASKING",
+            )),
+        }
+    }
+
+    /// Routes one command, following redirects until it gets a final reply.
+    pub(super) fn route(&self, cmd: &Cmd, timeout: Duration) -> Result<Value> {
+        let start = Instant::now();
+        let deadline = deadline_after(start, timeout);
+        let mut target = Target {
+            endpoint: self.first_target(cmd)?,
+            asking: false,
+        };
+        for attempt in 0..MAX_REDIRECTS {
+            let reply = self.send_to(cmd, &target, deadline)?;
+            match self.follow(&reply, &target.endpoint, attempt, deadline)? {
+                Some(next) => target = next,
+                None => return Ok(reply),
+            }
+        }
+        Err(Error::new(
+            ErrorKind::Moved,
+            format!("gave up after {MAX_REDIRECTS} redirects"),
+        ))
+    }
+
+    /// What a reply asks us to do next: `None` when it is final; a new target for
+    /// MOVED/ASK; the same target after a pause for TRYAGAIN/CLUSTERDOWN.
+    pub(super) fn follow(
+        &self,
+        reply: &Value,
+        from: &Endpoint,
+        attempt: usize,
+        deadline: Instant,
+    ) -> Result<Option<Target>> {
+        let Some(message) = reply.error_message() else {
+            return Ok(None);
+        };
+        let err = Error::from_server_reply(message);
+        match err.kind() {
+            ErrorKind::Moved | ErrorKind::Ask => {
+                let Some((slot, addr)) = err.redirect() else {
+                    return Ok(None);
+                };
+                let endpoint = redirect_endpoint(addr, from)?;
+                if err.kind() == ErrorKind::Moved {
+                    self.state.moved(slot, &endpoint);
+                } else {
+                    self.state.asked();
+                }
+                Ok(Some(Target {
+                    endpoint: self.state.canonical(&endpoint),
+                    asking: err.kind() == ErrorKind::Ask,
+                }))
+            }
+            ErrorKind::TryAgain | ErrorKind::ClusterDown => {
+                self.state.tried_again();
+                if err.kind() == ErrorKind::ClusterDown {
+                    self.state.request_refresh();
+                }
+                // Bounded by the caller's own deadline: 10 ms, 20 ms, ... up to 320 ms.
+                let pause = Duration::from_millis(10 << attempt.min(5));
+                let left = deadline.saturating_duration_since(Instant::now());
+                if left <= pause {
+                    return Ok(None);
+                }
+                std::thread::sleep(pause);
+                Ok(Some(Target {
+                    endpoint: from.clone(),
+                    asking: false,
+                }))
+            }
+            _ => Ok(None),
+        }
+    }
+}
+
+/// `host:port` from a redirect; an empty host means the node that answered.
+fn redirect_endpoint(addr: &str, from: &Endpoint) -> Result<Endpoint> {
+    if let Some(port) = addr.strip_prefix(':') {
+        let port = port
+            .parse()
+            .map_err(|_| Error::new(ErrorKind::Protocol, "a redirect with a bad port"))?;
+        return Ok(Endpoint::new(from.host.clone(), port));
+    }
+    crate::config::parse_endpoint(addr)
+        .map_err(|_| Error::new(ErrorKind::Protocol, "a redirect to an unreadable address"))
+}
+
+/// The one slot all of a command's keys hash to; `None` when it has no keys; a
+/// `CrossSlot` error when they span slots.
+pub(super) fn single_slot(cmd: &Cmd) -> Result<Option<u16>> {
+    let mut slot = None;
+    for key in cmd.keys() {
+        let s = key_slot(key);
+        match slot {
+            None => slot = Some(s),
+            Some(first) if first != s => {
+                return Err(Error::new(
+                    ErrorKind::CrossSlot,
+                    "the keys of this command hash to different slots",
+                )
+                .with_command(cmd.name()))
+            }
+            Some(_) => {}
+        }
+    }
+    Ok(slot)
+}
+
+impl ClusterRouter<'_> {
+    /// Sends one command (split across slots where the command allows it).
+    pub(crate) fn send(&self, cmd: &Cmd, timeout: Option<Duration>) -> Result<Value> {
+        let timeout = self.timeout(timeout);
+        let result = match split::splittable(cmd) {
+            Some(kind) if single_slot(cmd).is_err() => split::run(self, cmd, kind, timeout),
+            _ => self.route(cmd, timeout),
+        };
+        result.map_err(|e| e.with_command(cmd.name()))
+    }
+
+    /// Sends a batch (per node) or a transaction (whole, on one slot).
+    pub(crate) fn send_many(
+        &self,
+        cmds: &[Cmd],
+        timeout: Option<Duration>,
+        atomic: bool,
+    ) -> Result<Vec<Value>> {
+        let timeout = self.timeout(timeout);
+        if atomic {
+            split::transaction(self, cmds, timeout)
+        } else {
+            split::batch(self, cmds, timeout)
+        }
+    }
+}
+
+impl ClusterRouter<'_> {
+    /// Sends (un)subscribe for one name to the node that carries it.
+    pub(crate) fn subscription(&self, key: &crate::pubsub::Key, subscribe: bool) -> Result<()> {
+        let deployment = self.deployment();
+        let home = match self.state.subscription_home(key) {
+            Some(h) => h,
+            None => self.first_target(&Cmd::new("PING"))?,
+        };
+        let route = if subscribe {
+            self.state
+                .sub_routes()
+                .lock()
+                .insert(key.clone(), home.clone());
+            home
+        } else {
+            match self.state.sub_routes().lock().remove(key) {
+                Some(r) => r,
+                None => return Ok(()),
+            }
+        };
+        let node = deployment.node_for(&route)?;
+        let keys = || super::subscriptions_for(deployment, self.state, &route);
+        node.send_subscription(key, subscribe, keys)
+    }
+}

@@ -1,0 +1,224 @@
+//! `Deployment`: the set of nodes a client talks to (one for a standalone server, every
+//! known node of a cluster), and how a node is made for an endpoint.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use crossbeam_channel::Sender;
+use parking_lot::RwLock;
+
+use super::cluster::ClusterState;
+use super::events::{ClientEvent, EventBus};
+use super::node::Node;
+use super::supervisor::Wake;
+use crate::availability::BreakerPolicy;
+use crate::clock;
+use crate::config::{Endpoint, Options};
+use crate::connection::timeouts::ServerTimeouts;
+use crate::connection::{tls, ConnectionConfig, ConnectionInfo, PushHandler};
+use crate::error::{Error, FailureKind, Result};
+use crate::pubsub::{self, Registry};
+use crate::resp::Value;
+
+pub(crate) struct Deployment {
+    pub(crate) options: Arc<Options>,
+    pub(crate) events: Arc<EventBus<ClientEvent>>,
+    pub(crate) registry: Arc<Registry>,
+    pub(crate) wake: Sender<Wake>,
+    nodes: RwLock<Vec<Arc<Node>>>,
+    pub(crate) cluster: RwLock<Option<Arc<ClusterState>>>,
+    mode_known: AtomicBool,
+    closed: AtomicBool,
+    /// Set by a group: the breaker for every interactive connection.
+    pub(crate) breaker: Option<Arc<dyn BreakerPolicy>>,
+    /// Set by a group: told at once when a breaker trips on one of our connections.
+    pub(crate) on_breaker_trip: Option<Arc<dyn Fn() + Send + Sync>>,
+}
+
+impl Deployment {
+    pub(crate) fn new(options: Arc<Options>, wake: Sender<Wake>) -> Deployment {
+        Deployment {
+            options,
+            events: Arc::new(EventBus::new()),
+            registry: Arc::new(Registry::new()),
+            wake,
+            nodes: RwLock::new(Vec::new()),
+            cluster: RwLock::new(None),
+            mode_known: AtomicBool::new(false),
+            closed: AtomicBool::new(false),
+            breaker: None,
+            on_breaker_trip: None,
+        }
+    }
+
+    /// Whether standalone-or-cluster has been decided.
+    pub(crate) fn mode_known(&self) -> bool {
+        self.mode_known.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn set_mode_known(&self) {
+        self.mode_known.store(true, Ordering::Release);
+    }
+
+    /// Every node known now.
+    pub(crate) fn nodes(&self) -> Vec<Arc<Node>> {
+        self.nodes.read().clone()
+    }
+
+    /// The first node (the standalone server, or the seed a cluster was found from).
+    pub(crate) fn primary(&self) -> Option<Arc<Node>> {
+        self.nodes.read().first().cloned()
+    }
+
+    pub(crate) fn cluster(&self) -> Option<Arc<ClusterState>> {
+        self.cluster.read().clone()
+    }
+
+    /// The node for `endpoint`, made (not yet connected) when unknown.
+    pub(crate) fn node_for(&self, endpoint: &Endpoint) -> Result<Arc<Node>> {
+        if let Some(n) = self.find(endpoint) {
+            return Ok(n);
+        }
+        let node = self.make_node(endpoint.clone())?;
+        let mut nodes = self.nodes.write();
+        if let Some(n) = nodes.iter().find(|n| n.endpoint == *endpoint) {
+            return Ok(n.clone());
+        }
+        nodes.push(node.clone());
+        drop(nodes);
+        // The supervisor connects it at once.
+        let _ = self.wake.try_send(Wake::NodeAdded);
+        Ok(node)
+    }
+
+    pub(crate) fn find(&self, endpoint: &Endpoint) -> Option<Arc<Node>> {
+        self.nodes
+            .read()
+            .iter()
+            .find(|n| n.endpoint == *endpoint)
+            .cloned()
+    }
+
+    /// The subscriptions `node` carries (re-sent on a fresh connection to it).
+    pub(crate) fn subscriptions_for(&self, node: &Node) -> Vec<crate::pubsub::Key> {
+        match self.cluster() {
+            Some(state) => super::cluster::subscriptions_for(self, &state, &node.endpoint),
+            None if self.primary().is_some_and(|p| p.endpoint == node.endpoint) => {
+                self.registry.wanted()
+            }
+            None => Vec::new(),
+        }
+    }
+
+    pub(crate) fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn close(&self) {
+        self.closed.store(true, Ordering::Release);
+    }
+
+    /// Forgets a node (after it was drained and closed).
+    pub(crate) fn remove(&self, endpoint: &Endpoint) {
+        self.nodes.write().retain(|n| n.endpoint != *endpoint);
+    }
+
+    /// Adds an already made node (the first one, connected by `Client::connect`).
+    pub(crate) fn push(&self, node: Arc<Node>) {
+        self.nodes.write().push(node);
+    }
+
+    /// Builds a node: its interactive, subscription and blocking connection settings.
+    pub(crate) fn make_node(&self, endpoint: Endpoint) -> Result<Arc<Node>> {
+        let options = self.options.clone();
+        let tls = match &options.tls {
+            Some(t) => Some(Arc::new(tls::setup(t, &endpoint.host)?)),
+            None => None,
+        };
+        let on_failure = failure_handler(
+            self.events.clone(),
+            self.wake.clone(),
+            self.on_breaker_trip.clone(),
+        );
+        let config = ConnectionConfig {
+            endpoint,
+            options,
+            tls,
+            timeouts: Arc::new(ServerTimeouts::new(clock::system())),
+            on_push: None,
+            on_failure: Some(on_failure.clone()),
+            role: "",
+            subscriber: false,
+            // Replicas only serve reads after READONLY; harmless on a master.
+            readonly: self.options.replica_reads && self.cluster().is_some(),
+            breaker: self.breaker.clone(),
+        };
+        let registry = self.registry.clone();
+        let pubsub_config = ConnectionConfig {
+            on_push: Some(pubsub_push_handler(registry.clone(), self.wake.clone())),
+            on_failure: Some(Arc::new(
+                move |info: &ConnectionInfo, kind: FailureKind, e: &Error| {
+                    registry.forget_confirmations();
+                    on_failure(info, kind, e);
+                },
+            )),
+            role: "-pubsub",
+            subscriber: true,
+            breaker: None,
+            ..config.clone()
+        };
+        Ok(Arc::new(Node::new(
+            config,
+            pubsub_config,
+            self.events.clone(),
+        )))
+    }
+}
+
+type FailureHook = Arc<dyn Fn(&ConnectionInfo, FailureKind, &Error) + Send + Sync>;
+
+/// Publishes the failure and wakes the supervisor to reconnect.
+fn failure_handler(
+    events: Arc<EventBus<ClientEvent>>,
+    wake: Sender<Wake>,
+    on_breaker_trip: Option<Arc<dyn Fn() + Send + Sync>>,
+) -> FailureHook {
+    Arc::new(move |info: &ConnectionInfo, kind: FailureKind, e: &Error| {
+        if kind == FailureKind::CircuitBreaker {
+            if let Some(trip) = &on_breaker_trip {
+                trip();
+            }
+        }
+        if kind != FailureKind::ClosedByClient {
+            events.publish(ClientEvent::ConnectionFailed {
+                endpoint: info.endpoint.clone(),
+                failure: kind,
+                error: e.clone(),
+            });
+        }
+        let _ = wake.try_send(Wake::ConnectionLost);
+    })
+}
+
+/// Routes pub/sub pushes into the registry; a subscription the server ended while we
+/// still want it (or refused with a redirect) goes to the supervisor to be
+/// re-established.
+fn pubsub_push_handler(registry: Arc<Registry>, wake: Sender<Wake>) -> PushHandler {
+    Arc::new(
+        move |info: &ConnectionInfo, frame: Value| match pubsub::parse(&frame) {
+            Some(frame) => {
+                if let Some(key) = registry.apply(frame) {
+                    let _ = wake.try_send(Wake::Resubscribe(key));
+                }
+            }
+            None => match frame.error_message() {
+                Some(m) if m.starts_with("MOVED ") => {
+                    log::debug!("{}: a subscription was redirected: {m}", info.endpoint);
+                    let _ = wake.try_send(Wake::RefreshTopology);
+                }
+                Some(m) => log::warn!("{}: subscription refused: {m}", info.endpoint),
+                None => log::trace!("{}: push frame ignored", info.endpoint),
+            },
+        },
+    )
+}

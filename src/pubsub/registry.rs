@@ -1,0 +1,237 @@
+//! The registry of a client's subscriptions: which names are wanted (so they can be
+//! re-established after a reconnect), which the server has confirmed, and where each
+//! message goes.
+//!
+//! Delivery runs on the reader thread and must never block it: every subscription has
+//! a bounded queue, and when it is full the OLDEST message is dropped and counted, so a
+//! slow consumer loses its own backlog and never delays other subscriptions, commands,
+//! or the connection.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use crossbeam_channel::{bounded, Receiver, Sender, TrySendError};
+use parking_lot::{Condvar, Mutex};
+
+use super::message::{Message, MessageKind, PubSubFrame};
+
+/// Messages a subscription may leave unread before the oldest is dropped.
+pub const SUBSCRIPTION_QUEUE_BOUND: usize = 4096;
+
+pub(crate) type Key = (MessageKind, Vec<u8>);
+
+struct Sink {
+    id: u64,
+    tx: Sender<Message>,
+    // Held so the sender side can drop the oldest message when the queue is full.
+    oldest: Receiver<Message>,
+    dropped: Arc<AtomicU64>,
+}
+
+#[derive(Default)]
+struct Entry {
+    confirmed: bool,
+    sinks: Vec<Sink>,
+}
+
+#[derive(Default)]
+struct Inner {
+    entries: HashMap<Key, Entry>,
+    next_id: u64,
+}
+
+/// What a new registration hands back to the subscription.
+pub(crate) struct Registration {
+    pub id: u64,
+    pub rx: Receiver<Message>,
+    pub dropped: Arc<AtomicU64>,
+    /// Whether the name was new (so a SUBSCRIBE must be sent).
+    pub first: bool,
+}
+
+#[derive(Default)]
+pub(crate) struct Registry {
+    inner: Mutex<Inner>,
+    confirmed: Condvar,
+}
+
+impl Registry {
+    pub(crate) fn new() -> Registry {
+        Registry::default()
+    }
+
+    pub(crate) fn register(&self, key: Key) -> Registration {
+        let (tx, rx) = bounded(SUBSCRIPTION_QUEUE_BOUND);
+        let dropped = Arc::new(AtomicU64::new(0));
+        let mut inner = self.inner.lock();
+        inner.next_id += 1;
+        let id = inner.next_id;
+        let entry = inner.entries.entry(key).or_default();
+        let first = entry.sinks.is_empty();
+        entry.sinks.push(Sink {
+            id,
+            tx,
+            oldest: rx.clone(),
+            dropped: dropped.clone(),
+        });
+        Registration {
+            id,
+            rx,
+            dropped,
+            first,
+        }
+    }
+
+    /// Removes one subscription; true when it was the last for its name (so an
+    /// UNSUBSCRIBE should be sent).
+    pub(crate) fn unregister(&self, key: &Key, id: u64) -> bool {
+        let mut inner = self.inner.lock();
+        let Some(entry) = inner.entries.get_mut(key) else {
+            return false;
+        };
+        entry.sinks.retain(|s| s.id != id);
+        if entry.sinks.is_empty() {
+            inner.entries.remove(key);
+            return true;
+        }
+        false
+    }
+
+    /// Every name wanted now, for re-subscribing after a reconnect.
+    pub(crate) fn wanted(&self) -> Vec<Key> {
+        self.inner.lock().entries.keys().cloned().collect()
+    }
+
+    pub(crate) fn is_confirmed(&self, key: &Key) -> bool {
+        self.inner
+            .lock()
+            .entries
+            .get(key)
+            .is_some_and(|e| e.confirmed)
+    }
+
+    /// The connection carrying subscriptions was lost: nothing is confirmed any more.
+    pub(crate) fn forget_confirmations(&self) {
+        for entry in self.inner.lock().entries.values_mut() {
+            entry.confirmed = false;
+        }
+    }
+
+    /// Waits until the server confirmed `key` or `deadline` passes.
+    pub(crate) fn wait_confirmed(&self, key: &Key, deadline: Instant) -> bool {
+        let mut inner = self.inner.lock();
+        loop {
+            match inner.entries.get(key) {
+                Some(e) if e.confirmed => return true,
+                None => return false,
+                Some(_) => {}
+            }
+            if self.confirmed.wait_until(&mut inner, deadline).timed_out() {
+                return inner.entries.get(key).is_some_and(|e| e.confirmed);
+            }
+        }
+    }
+
+    /// Applies one pub/sub frame; returns the name of a subscription the server ended
+    /// on its own while we still want it (to be re-established).
+    pub(crate) fn apply(&self, frame: PubSubFrame) -> Option<Key> {
+        match frame {
+            PubSubFrame::Message(message) => {
+                self.deliver(message);
+                None
+            }
+            PubSubFrame::Subscribed(kind, name) => {
+                let mut inner = self.inner.lock();
+                if let Some(e) = inner.entries.get_mut(&(kind, name)) {
+                    e.confirmed = true;
+                }
+                self.confirmed.notify_all();
+                None
+            }
+            PubSubFrame::Unsubscribed(kind, name) => {
+                let key = (kind, name);
+                let mut inner = self.inner.lock();
+                let entry = inner.entries.get_mut(&key)?;
+                // Still wanted: the server dropped it (a sharded slot moved).
+                entry.confirmed = false;
+                Some(key)
+            }
+        }
+    }
+
+    fn deliver(&self, message: Message) {
+        let key_name = match message.kind {
+            MessageKind::Pattern => message.pattern.clone().unwrap_or_default(),
+            _ => message.channel.clone(),
+        };
+        let inner = self.inner.lock();
+        let Some(entry) = inner.entries.get(&(message.kind, key_name)) else {
+            return;
+        };
+        for sink in &entry.sinks {
+            let mut msg = message.clone();
+            loop {
+                match sink.tx.try_send(msg) {
+                    Ok(()) | Err(TrySendError::Disconnected(_)) => break,
+                    Err(TrySendError::Full(back)) => {
+                        msg = back;
+                        if sink.oldest.try_recv().is_ok() {
+                            sink.dropped.fetch_add(1, Ordering::Relaxed);
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn msg(ch: &str, n: usize) -> PubSubFrame {
+        PubSubFrame::Message(Message {
+            kind: MessageKind::Channel,
+            channel: ch.as_bytes().to_vec(),
+            pattern: None,
+            payload: n.to_string().into_bytes(),
+            received_at: Instant::now(),
+        })
+    }
+
+    #[test]
+    fn a_full_queue_drops_the_oldest_and_counts() {
+        let r = Registry::new();
+        let key = (MessageKind::Channel, b"c".to_vec());
+        let reg = r.register(key.clone());
+        for n in 0..SUBSCRIPTION_QUEUE_BOUND + 5 {
+            r.apply(msg("c", n));
+        }
+        assert_eq!(reg.dropped.load(Ordering::Relaxed), 5);
+        let first = reg.rx.try_recv().unwrap();
+        assert_eq!(first.payload, b"5");
+    }
+
+    #[test]
+    fn confirmations_and_server_side_unsubscribes() {
+        let r = Registry::new();
+        let key = (MessageKind::Sharded, b"{a}".to_vec());
+        let a = r.register(key.clone());
+        assert!(a.first);
+        assert!(!r.register(key.clone()).first);
+        r.apply(PubSubFrame::Subscribed(
+            MessageKind::Sharded,
+            b"{a}".to_vec(),
+        ));
+        assert!(r.wait_confirmed(&key, Instant::now()));
+        let again = r.apply(PubSubFrame::Unsubscribed(
+            MessageKind::Sharded,
+            b"{a}".to_vec(),
+        ));
+        assert_eq!(again, Some(key.clone()));
+        assert!(!r.wait_confirmed(&key, Instant::now()));
+        assert!(!r.unregister(&key, a.id));
+    }
+}

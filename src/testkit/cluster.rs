@@ -1,0 +1,607 @@
+//! `FakeCluster`: several fake nodes sharing one slot map, each with its own store
+//! holding only its slots' keys; `CLUSTER SLOTS|SHARDS|NODES|MYID|KEYSLOT|INFO`,
+//! `-MOVED`, `-CROSSSLOT`, `-ASK` with `ASKING` during a migration, removing a node the
+//! way `CLUSTER FORGET` does, adding one.
+//!
+//! Owns: the slot map, migrations and the redirect decision. Must never: take a node's
+//! store lock while holding the topology lock (the order is store, then topology).
+
+use std::io;
+use std::net::SocketAddr;
+use std::ops::RangeInclusive;
+use std::sync::atomic::AtomicU64;
+use std::sync::{Arc, Weak};
+use std::time::Instant;
+
+use parking_lot::{Mutex, MutexGuard};
+
+use super::maintenance::{self, Notification};
+use super::reply::{self, bulk_value, err, int, ok, verbatim, Reply};
+use super::rng;
+use super::server::ServerInner;
+use super::session::{Ctx, Session};
+use super::slots::{self, key_slot, SLOTS};
+use super::store::Dbs;
+use super::table::{Spec, SHARD_CHANNELS};
+use super::FakeServer;
+use crate::resp::Value;
+
+struct NodeEntry {
+    id: String,
+    addr: SocketAddr,
+    server: Weak<ServerInner>,
+    removed: bool,
+}
+
+#[derive(Clone)]
+struct Migration {
+    slots: RangeInclusive<u16>,
+    from: usize,
+    to: usize,
+    announce: bool,
+}
+
+struct Topology {
+    slots: Vec<Option<usize>>,
+    nodes: Vec<NodeEntry>,
+    migration: Option<Migration>,
+}
+
+/// What the nodes of one fake cluster share.
+pub(crate) struct ClusterState {
+    topo: Mutex<Topology>,
+    /// The deployment's one sequence counter for notifications.
+    pub seq: Arc<AtomicU64>,
+}
+
+impl ClusterState {
+    /// The servers of nodes still in the cluster.
+    pub(crate) fn live_servers(&self) -> Vec<Arc<ServerInner>> {
+        self.topo
+            .lock()
+            .nodes
+            .iter()
+            .filter(|n| !n.removed)
+            .filter_map(|n| n.server.upgrade())
+            .collect()
+    }
+}
+
+/// A node's link to its cluster.
+#[derive(Clone)]
+pub(crate) struct ClusterLink {
+    pub state: Arc<ClusterState>,
+    pub index: usize,
+}
+
+fn node_id() -> String {
+    format!(
+        "{:016x}{:016x}{:08x}",
+        rng::next(),
+        rng::next(),
+        rng::next() as u32
+    )
+}
+
+const CROSSSLOT: &str = "CROSSSLOT Keys in request don't hash to the same slot";
+
+/// The cluster redirect for a request, if any (`MOVED`, `ASK`, `CROSSSLOT`,
+/// `TRYAGAIN`, `CLUSTERDOWN`). Runs with the node's store locked, so "is the key
+/// still here" and the command that follows see the same data.
+pub(crate) fn redirect(
+    session: &Session,
+    spec: &Spec,
+    args: &[Vec<u8>],
+    dbs: &mut MutexGuard<'_, Dbs>,
+    now: Instant,
+) -> Option<Reply> {
+    let link = session.server.cluster.get()?;
+    let keys = spec.key_args(args);
+    let first = keys.first()?;
+    let slot = key_slot(first);
+    if keys.iter().any(|k| key_slot(k) != slot) {
+        return Some(err(CROSSSLOT));
+    }
+    let topo = link.state.topo.lock();
+    let me = link.index;
+    let migration = topo.migration.as_ref().filter(|m| m.slots.contains(&slot));
+    match topo.slots[slot as usize] {
+        None => Some(err("CLUSTERDOWN Hash slot not served")),
+        Some(owner) if owner == me => {
+            let m = migration.filter(|m| m.from == me && !spec.has(SHARD_CHANNELS))?;
+            let db = &mut dbs.dbs[0];
+            let present = keys.iter().filter(|k| db.exists(k, now)).count();
+            if present == keys.len() {
+                None
+            } else if present == 0 {
+                let target = topo.nodes[m.to].addr;
+                Some(err(format!("ASK {slot} {target}")))
+            } else {
+                Some(err(
+                    "TRYAGAIN Multiple keys request during rehashing of slot",
+                ))
+            }
+        }
+        Some(owner) => {
+            if session.asking && migration.is_some_and(|m| m.to == me) {
+                return None;
+            }
+            Some(err(format!("MOVED {slot} {}", topo.nodes[owner].addr)))
+        }
+    }
+}
+
+fn cluster_of<'a>(ctx: &'a Ctx<'_, '_>) -> Result<&'a ClusterLink, Reply> {
+    ctx.s
+        .server
+        .cluster
+        .get()
+        .ok_or_else(|| err("ERR This instance has cluster support disabled"))
+}
+
+/// `ASKING`
+pub(crate) fn asking(ctx: &mut Ctx<'_, '_>, _args: &[Vec<u8>]) -> Reply {
+    if let Err(e) = cluster_of(ctx) {
+        return e;
+    }
+    ctx.s.asking = true;
+    ok()
+}
+
+/// `READONLY` / `READWRITE` (accepted; the fake has no replicas to read from).
+pub(crate) fn readonly(ctx: &mut Ctx<'_, '_>, _args: &[Vec<u8>]) -> Reply {
+    match cluster_of(ctx) {
+        Ok(_) => ok(),
+        Err(e) => e,
+    }
+}
+
+/// Contiguous runs of slots with the same owner: (start, end, owner).
+fn runs(topo: &Topology) -> Vec<(u16, u16, usize)> {
+    let mut out: Vec<(u16, u16, usize)> = Vec::new();
+    for (slot, owner) in topo.slots.iter().enumerate() {
+        let Some(owner) = *owner else { continue };
+        match out.last_mut() {
+            Some(last) if last.2 == owner && last.1 as usize + 1 == slot => last.1 = slot as u16,
+            _ => out.push((slot as u16, slot as u16, owner)),
+        }
+    }
+    out
+}
+
+fn node_value(n: &NodeEntry) -> Value {
+    Value::Array(vec![
+        bulk_value(n.addr.ip().to_string().as_bytes()),
+        Value::Int(n.addr.port() as i64),
+        bulk_value(n.id.as_bytes()),
+        Value::Map(Vec::new()),
+    ])
+}
+
+/// `CLUSTER SLOTS`: `[start, end, [ip, port, id, {}]]` per contiguous range.
+pub(crate) fn cluster_slots(ctx: &mut Ctx<'_, '_>, _args: &[Vec<u8>]) -> Reply {
+    let link = match cluster_of(ctx) {
+        Ok(l) => l,
+        Err(e) => return e,
+    };
+    let topo = link.state.topo.lock();
+    reply::array(
+        runs(&topo)
+            .into_iter()
+            .map(|(a, b, owner)| {
+                Value::Array(vec![
+                    Value::Int(a as i64),
+                    Value::Int(b as i64),
+                    node_value(&topo.nodes[owner]),
+                ])
+            })
+            .collect(),
+    )
+}
+
+fn pair(k: &str, v: Value) -> (Value, Value) {
+    (bulk_value(k.as_bytes()), v)
+}
+
+/// `CLUSTER SHARDS`: one map per master with its slot ranges and node.
+pub(crate) fn cluster_shards(ctx: &mut Ctx<'_, '_>, _args: &[Vec<u8>]) -> Reply {
+    let link = match cluster_of(ctx) {
+        Ok(l) => l,
+        Err(e) => return e,
+    };
+    let topo = link.state.topo.lock();
+    let all_runs = runs(&topo);
+    let shards = topo
+        .nodes
+        .iter()
+        .enumerate()
+        .filter(|(_, n)| !n.removed)
+        .map(|(i, n)| {
+            let slot_list = all_runs
+                .iter()
+                .filter(|r| r.2 == i)
+                .flat_map(|r| [Value::Int(r.0 as i64), Value::Int(r.1 as i64)])
+                .collect();
+            let ip = n.addr.ip().to_string();
+            let node = Value::Map(vec![
+                pair("id", bulk_value(n.id.as_bytes())),
+                pair("port", Value::Int(n.addr.port() as i64)),
+                pair("ip", bulk_value(ip.as_bytes())),
+                pair("endpoint", bulk_value(ip.as_bytes())),
+                pair("role", bulk_value(b"master")),
+                pair("replication-offset", Value::Int(0)),
+                pair("health", bulk_value(b"online")),
+            ]);
+            Value::Map(vec![
+                pair("slots", Value::Array(slot_list)),
+                pair("nodes", Value::Array(vec![node])),
+            ])
+        })
+        .collect();
+    reply::array(shards)
+}
+
+/// `CLUSTER NODES`: one line per node, with migrating/importing markers.
+pub(crate) fn cluster_nodes(ctx: &mut Ctx<'_, '_>, _args: &[Vec<u8>]) -> Reply {
+    let link = match cluster_of(ctx) {
+        Ok(l) => l,
+        Err(e) => return e,
+    };
+    let topo = link.state.topo.lock();
+    let all_runs = runs(&topo);
+    let mut out = String::new();
+    for (i, n) in topo.nodes.iter().enumerate().filter(|(_, n)| !n.removed) {
+        let flags = if i == link.index {
+            "myself,master"
+        } else {
+            "master"
+        };
+        out.push_str(&format!(
+            "{} {}:{}@{} {} - 0 0 {} connected",
+            n.id,
+            n.addr.ip(),
+            n.addr.port(),
+            n.addr.port() as u32 + 10000,
+            flags,
+            i + 1
+        ));
+        for r in all_runs.iter().filter(|r| r.2 == i) {
+            if r.0 == r.1 {
+                out.push_str(&format!(" {}", r.0));
+            } else {
+                out.push_str(&format!(" {}-{}", r.0, r.1));
+            }
+        }
+        if let Some(m) = &topo.migration {
+            for s in m.slots.clone() {
+                if m.from == i {
+                    out.push_str(&format!(" [{s}->-{}]", topo.nodes[m.to].id));
+                } else if m.to == i {
+                    out.push_str(&format!(" [{s}-<-{}]", topo.nodes[m.from].id));
+                }
+            }
+        }
+        out.push('\n');
+    }
+    verbatim(out)
+}
+
+/// `CLUSTER MYID`
+pub(crate) fn cluster_myid(ctx: &mut Ctx<'_, '_>, _args: &[Vec<u8>]) -> Reply {
+    let link = match cluster_of(ctx) {
+        Ok(l) => l,
+        Err(e) => return e,
+    };
+    let id = link.state.topo.lock().nodes[link.index].id.clone();
+    reply::bulk(id)
+}
+
+/// `CLUSTER KEYSLOT key`
+pub(crate) fn cluster_keyslot(ctx: &mut Ctx<'_, '_>, args: &[Vec<u8>]) -> Reply {
+    match cluster_of(ctx) {
+        Ok(_) => int(key_slot(&args[2]) as i64),
+        Err(e) => e,
+    }
+}
+
+/// `CLUSTER INFO`
+pub(crate) fn cluster_info(ctx: &mut Ctx<'_, '_>, _args: &[Vec<u8>]) -> Reply {
+    let link = match cluster_of(ctx) {
+        Ok(l) => l,
+        Err(e) => return e,
+    };
+    let topo = link.state.topo.lock();
+    let assigned = topo.slots.iter().filter(|s| s.is_some()).count();
+    let known = topo.nodes.iter().filter(|n| !n.removed).count();
+    let state = if assigned == SLOTS as usize {
+        "ok"
+    } else {
+        "fail"
+    };
+    verbatim(format!(
+        "cluster_state:{state}\r\ncluster_slots_assigned:{assigned}\r\ncluster_slots_ok:{assigned}\r\ncluster_slots_pfail:0\r\ncluster_slots_fail:0\r\ncluster_known_nodes:{known}\r\ncluster_size:{known}\r\ncluster_current_epoch:{known}\r\ncluster_my_epoch:{}\r\n",
+        link.index + 1
+    ))
+}
+
+/// A fake Redis Cluster of masters on 127.0.0.1 (no replicas), sharing one slot map.
+///
+/// ```
+/// # #[cfg(feature = "testkit")] {
+/// use resilient_redis::testkit::{key_slot, FakeCluster};
+/// let cluster = FakeCluster::start(3)?;
+/// let owner = cluster.slot_owner(key_slot(b"foo")).unwrap();
+/// assert_eq!(owner, 2); // slot 12182 is in the third of three even splits
+/// # }
+/// # Ok::<(), std::io::Error>(())
+/// ```
+pub struct FakeCluster {
+    state: Arc<ClusterState>,
+    nodes: Vec<FakeServer>,
+}
+
+impl std::fmt::Debug for FakeCluster {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FakeCluster")
+            .field("nodes", &self.nodes)
+            .finish_non_exhaustive()
+    }
+}
+
+impl FakeCluster {
+    /// Starts `masters` nodes (at least 1) with the 16384 slots split evenly, in order.
+    pub fn start(masters: usize) -> io::Result<FakeCluster> {
+        let masters = masters.max(1);
+        let state = Arc::new(ClusterState {
+            topo: Mutex::new(Topology {
+                slots: vec![None; SLOTS as usize],
+                nodes: Vec::new(),
+                migration: None,
+            }),
+            seq: Arc::new(AtomicU64::new(0)),
+        });
+        let mut cluster = FakeCluster {
+            state,
+            nodes: Vec::new(),
+        };
+        for _ in 0..masters {
+            cluster.add_node()?;
+        }
+        // As `redis-cli --cluster create` splits them: 3 masters get 0-5460,
+        // 5461-10922 and 10923-16383.
+        let mut topo = cluster.state.topo.lock();
+        let per = SLOTS as f64 / masters as f64;
+        let (mut first, mut cursor) = (0usize, 0.0f64);
+        for i in 0..masters {
+            let mut last = (cursor + per - 1.0).round() as usize;
+            if last >= SLOTS as usize || i == masters - 1 {
+                last = SLOTS as usize - 1;
+            }
+            for owner in &mut topo.slots[first..=last] {
+                *owner = Some(i);
+            }
+            first = last + 1;
+            cursor += per;
+        }
+        drop(topo);
+        Ok(cluster)
+    }
+
+    /// Node `i` (in order of creation; removed nodes keep their index).
+    pub fn node(&self, i: usize) -> &FakeServer {
+        &self.nodes[i]
+    }
+
+    /// Every node ever started, removed ones included.
+    pub fn nodes(&self) -> &[FakeServer] {
+        &self.nodes
+    }
+
+    /// A seed URL (node 0).
+    pub fn url(&self) -> String {
+        self.nodes[0].url()
+    }
+
+    /// The node owning `slot`, if any.
+    pub fn slot_owner(&self, slot: u16) -> Option<usize> {
+        self.state
+            .topo
+            .lock()
+            .slots
+            .get(slot as usize)
+            .copied()
+            .flatten()
+    }
+
+    /// The node owning `key`'s slot.
+    pub fn owner_of_key(&self, key: &[u8]) -> Option<usize> {
+        self.slot_owner(key_slot(key))
+    }
+
+    /// Starts a node that owns no slots (as after `CLUSTER MEET`) and returns it.
+    pub fn add_node(&mut self) -> io::Result<&FakeServer> {
+        let index = self.nodes.len();
+        let link = ClusterLink {
+            state: self.state.clone(),
+            index,
+        };
+        let server = FakeServer::builder().start_in_cluster(link)?;
+        self.state.topo.lock().nodes.push(NodeEntry {
+            id: node_id(),
+            addr: server.addr(),
+            server: Arc::downgrade(&server.inner),
+            removed: false,
+        });
+        self.nodes.push(server);
+        Ok(&self.nodes[index])
+    }
+
+    /// Removes node `i` from the cluster's view, as `CLUSTER FORGET` on every node
+    /// does: refused while it owns slots (move them away first). The node keeps
+    /// running (and serving redirects to its former peers) until it is shut down.
+    pub fn remove_node(&self, i: usize) -> Result<(), String> {
+        let mut topo = self.state.topo.lock();
+        let Some(node) = topo.nodes.get(i) else {
+            return Err(format!("ERR Unknown node {i}"));
+        };
+        if node.removed {
+            return Err(format!("ERR Unknown node {}", node.id));
+        }
+        if topo.slots.contains(&Some(i)) {
+            return Err("ERR Can't forget a node that still owns slots".into());
+        }
+        topo.nodes[i].removed = true;
+        Ok(())
+    }
+
+    /// Starts moving `slots` (inclusive, as the server writes them) from node `from` to
+    /// node `to`: keys still on `from` are served there; a key not there gets
+    /// `-ASK <slot> <to>`, and `to` serves it after `ASKING`. With `announce`, `from`
+    /// sends `SMIGRATING <slots>` to its opted-in connections.
+    pub fn begin_migration(
+        &self,
+        slots: RangeInclusive<u16>,
+        from: usize,
+        to: usize,
+        announce: bool,
+    ) -> Result<(), String> {
+        {
+            let mut topo = self.state.topo.lock();
+            if topo.migration.is_some() {
+                return Err("a migration is already in progress".into());
+            }
+            if from == to || to >= topo.nodes.len() || topo.nodes[to].removed {
+                return Err(format!("cannot migrate from node {from} to node {to}"));
+            }
+            if *slots.end() >= SLOTS || slots.is_empty() {
+                return Err(format!("bad slot range {slots:?}"));
+            }
+            if slots.clone().any(|s| topo.slots[s as usize] != Some(from)) {
+                return Err(format!("node {from} does not own every slot of {slots:?}"));
+            }
+            topo.migration = Some(Migration {
+                slots: slots.clone(),
+                from,
+                to,
+                announce,
+            });
+        }
+        if announce {
+            let id = self.nodes[from]
+                .inner
+                .maint
+                .seq
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let n = Notification::SMigrating {
+                slots: slots::range_text(&slots),
+            };
+            maintenance::deliver(&self.nodes[from].inner, &n, id);
+        }
+        Ok(())
+    }
+
+    /// Moves up to `max` keys of the migrating slots from the source to the target
+    /// (as `MIGRATE` does); returns how many moved.
+    pub fn move_keys(&self, max: usize) -> usize {
+        let Some(m) = self.state.topo.lock().migration.clone() else {
+            return 0;
+        };
+        let now = Instant::now();
+        let (src, dst) = (&self.nodes[m.from].inner, &self.nodes[m.to].inner);
+        let mut src_data = src.store.data.lock();
+        let mut dst_data = dst.store.data.lock();
+        let mut moved = 0;
+        for db in 0..src_data.dbs.len() {
+            let keys: Vec<Vec<u8>> = src_data.dbs[db]
+                .keys(now)
+                .into_iter()
+                .filter(|k| m.slots.contains(&key_slot(k)))
+                .take(max - moved)
+                .collect();
+            for k in keys {
+                if let Some(entry) = src_data.dbs[db].remove(&k, now) {
+                    dst_data.dbs[db].put_entry(k, entry);
+                    moved += 1;
+                }
+            }
+        }
+        moved
+    }
+
+    /// Ends the migration: moves the remaining keys, gives the slots to the target
+    /// (the source answers `-MOVED` from now on), unsubscribes the source's sharded
+    /// subscribers of channels in those slots with an unsolicited `sunsubscribe`
+    /// push (as the server does whenever it loses a slot), and, for an announced
+    /// migration, sends `SMIGRATED [[source, target, slots]]` from the source.
+    pub fn finish_migration(&self) -> Result<(), String> {
+        let Some(m) = self.state.topo.lock().migration.clone() else {
+            return Err("no migration in progress".into());
+        };
+        self.move_keys(usize::MAX);
+        let src = &self.nodes[m.from].inner;
+        {
+            // Source store first, then topology: the lock order of every command.
+            let _src_data = src.store.data.lock();
+            let mut topo = self.state.topo.lock();
+            for s in m.slots.clone() {
+                topo.slots[s as usize] = Some(m.to);
+            }
+            topo.migration = None;
+        }
+        super::pubsub::drop_shard_channels(src, &m.slots);
+        if m.announce {
+            let n = Notification::SMigrated {
+                triplets: vec![(
+                    src.host_port(),
+                    self.nodes[m.to].inner.host_port(),
+                    slots::range_text(&m.slots),
+                )],
+            };
+            let id = src
+                .maint
+                .seq
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            maintenance::deliver(src, &n, id);
+        }
+        Ok(())
+    }
+
+    /// `begin_migration` then `finish_migration`.
+    pub fn migrate(
+        &self,
+        slots: RangeInclusive<u16>,
+        from: usize,
+        to: usize,
+        announce: bool,
+    ) -> Result<(), String> {
+        self.begin_migration(slots, from, to, announce)?;
+        self.finish_migration()
+    }
+
+    /// Sends `n` from every node still in the cluster, with the SAME sequence id (as
+    /// every node broadcasts one event); returns the id.
+    pub fn notify_all(&self, n: Notification) -> u64 {
+        let id = self.nodes[0]
+            .inner
+            .maint
+            .seq
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        for server in self.state.live_servers() {
+            maintenance::deliver(&server, &n, id);
+        }
+        id
+    }
+
+    /// Shuts every node down (also done on `Drop`).
+    pub fn shutdown(&self) {
+        for n in &self.nodes {
+            n.shutdown();
+        }
+    }
+}
+
+impl Drop for FakeCluster {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}

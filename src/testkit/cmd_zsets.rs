@@ -1,0 +1,265 @@
+//! Sorted-set commands: ZADD (NX|XX, GT|LT, CH, INCR), ZREM, ZSCORE and ZINCRBY (a
+//! double in RESP3, a bulk string in RESP2), ZCARD, ZRANGE (by index or BYSCORE, REV,
+//! LIMIT, WITHSCORES: `[member, double]` pairs in RESP3, a flat array in RESP2), ZRANK.
+
+use super::cmd_lists::clamp_range;
+use super::reply::{self, bulk_value, err, format_float, int, nil, parse_float, parse_int, Reply};
+use super::session::Ctx;
+use crate::resp::Value;
+
+fn score_value(score: f64) -> Value {
+    Value::Double(score)
+}
+
+/// `ZADD key [NX|XX] [GT|LT] [CH] [INCR] score member [score member ...]`
+pub(crate) fn zadd(ctx: &mut Ctx<'_, '_>, args: &[Vec<u8>]) -> Reply {
+    let now = ctx.now;
+    let (mut nx, mut xx, mut gt, mut lt, mut ch, mut incr) =
+        (false, false, false, false, false, false);
+    let mut i = 2;
+    while i < args.len() {
+        match String::from_utf8_lossy(&args[i])
+            .to_ascii_uppercase()
+            .as_str()
+        {
+            "NX" => nx = true,
+            "XX" => xx = true,
+            "GT" => gt = true,
+            "LT" => lt = true,
+            "CH" => ch = true,
+            "INCR" => incr = true,
+            _ => break,
+        }
+        i += 1;
+    }
+    let pairs = &args[i..];
+    if pairs.is_empty() || pairs.len() % 2 != 0 {
+        return reply::syntax_error();
+    }
+    if nx && xx {
+        return err("ERR XX and NX options at the same time are not compatible");
+    }
+    if (nx && (gt || lt)) || (gt && lt) {
+        return err("ERR GT, LT, and/or NX options at the same time are not compatible");
+    }
+    if incr && pairs.len() != 2 {
+        return err("ERR INCR option supports a single increment-element pair");
+    }
+    let mut parsed = Vec::with_capacity(pairs.len() / 2);
+    for p in pairs.chunks(2) {
+        match parse_float(&p[0]) {
+            Some(s) => parsed.push((s, p[1].clone())),
+            None => return reply::not_float(),
+        }
+    }
+    let db = ctx.db();
+    let z = match db.zset_mut(&args[1], now, !xx) {
+        Ok(Some(z)) => z,
+        Ok(None) => return if incr { nil() } else { int(0) },
+        Err(()) => return reply::wrong_type(),
+    };
+    let (mut added, mut changed) = (0, 0);
+    let mut last = None;
+    for (score, member) in parsed {
+        let old = z.score(&member);
+        if (nx && old.is_some()) || (xx && old.is_none()) {
+            continue;
+        }
+        let new = match (incr, old) {
+            (true, Some(o)) => o + score,
+            _ => score,
+        };
+        if new.is_nan() {
+            return err("ERR resulting score is not a number (NaN)");
+        }
+        if let Some(o) = old {
+            if (gt && new <= o) || (lt && new >= o) {
+                continue;
+            }
+        }
+        if z.insert(member, new) {
+            added += 1;
+        } else if old != Some(new) {
+            changed += 1;
+        }
+        last = Some(new);
+    }
+    db.drop_if_empty(&args[1]);
+    if incr {
+        return match last {
+            Some(s) => Reply::Value(score_value(s)),
+            None => nil(),
+        };
+    }
+    int(if ch { added + changed } else { added })
+}
+
+/// `ZREM key member ...`
+pub(crate) fn zrem(ctx: &mut Ctx<'_, '_>, args: &[Vec<u8>]) -> Reply {
+    let now = ctx.now;
+    let db = ctx.db();
+    let n = match db.zset_mut(&args[1], now, false) {
+        Ok(Some(z)) => args[2..].iter().filter(|m| z.remove(m)).count(),
+        Ok(None) => 0,
+        Err(()) => return reply::wrong_type(),
+    };
+    db.drop_if_empty(&args[1]);
+    int(n as i64)
+}
+
+/// `ZSCORE key member`
+pub(crate) fn zscore(ctx: &mut Ctx<'_, '_>, args: &[Vec<u8>]) -> Reply {
+    let now = ctx.now;
+    match ctx.db().zset_ref(&args[1], now) {
+        Ok(z) => match z.and_then(|z| z.score(&args[2])) {
+            Some(s) => Reply::Value(score_value(s)),
+            None => nil(),
+        },
+        Err(()) => reply::wrong_type(),
+    }
+}
+
+/// `ZINCRBY key delta member`
+pub(crate) fn zincrby(ctx: &mut Ctx<'_, '_>, args: &[Vec<u8>]) -> Reply {
+    let now = ctx.now;
+    let Some(delta) = parse_float(&args[2]) else {
+        return reply::not_float();
+    };
+    match ctx.db().zset_mut(&args[1], now, true) {
+        Ok(Some(z)) => {
+            let new = z.score(&args[3]).unwrap_or(0.0) + delta;
+            if new.is_nan() {
+                return err("ERR resulting score is not a number (NaN)");
+            }
+            z.insert(args[3].clone(), new);
+            Reply::Value(score_value(new))
+        }
+        _ => reply::wrong_type(),
+    }
+}
+
+/// `ZCARD key`
+pub(crate) fn zcard(ctx: &mut Ctx<'_, '_>, args: &[Vec<u8>]) -> Reply {
+    let now = ctx.now;
+    match ctx.db().zset_ref(&args[1], now) {
+        Ok(z) => int(z.map_or(0, |z| z.len() as i64)),
+        Err(()) => reply::wrong_type(),
+    }
+}
+
+/// A score bound of BYSCORE: `1.5`, `(1.5` (exclusive), `-inf`, `+inf`.
+fn score_bound(arg: &[u8]) -> Option<(f64, bool)> {
+    match arg.strip_prefix(b"(") {
+        Some(rest) => parse_float(rest).map(|v| (v, true)),
+        None => parse_float(arg).map(|v| (v, false)),
+    }
+}
+
+/// `ZRANGE key start stop [BYSCORE] [REV] [LIMIT offset count] [WITHSCORES]`
+pub(crate) fn zrange(ctx: &mut Ctx<'_, '_>, args: &[Vec<u8>]) -> Reply {
+    let now = ctx.now;
+    let (mut byscore, mut rev, mut withscores, mut limit) = (false, false, false, None);
+    let mut i = 4;
+    while i < args.len() {
+        match String::from_utf8_lossy(&args[i])
+            .to_ascii_uppercase()
+            .as_str()
+        {
+            "BYSCORE" => byscore = true,
+            "REV" => rev = true,
+            "WITHSCORES" => withscores = true,
+            "LIMIT" if i + 2 < args.len() => {
+                let (Some(o), Some(c)) = (parse_int(&args[i + 1]), parse_int(&args[i + 2])) else {
+                    return reply::not_integer();
+                };
+                limit = Some((o, c));
+                i += 2;
+            }
+            _ => return reply::syntax_error(),
+        }
+        i += 1;
+    }
+    if limit.is_some() && !byscore {
+        return err(
+            "ERR syntax error, LIMIT is only supported in combination with either BYSCORE or BYLEX",
+        );
+    }
+    let z = match ctx.db().zset_ref(&args[1], now) {
+        Ok(Some(z)) => z.clone(),
+        Ok(None) => return reply::array(Vec::new()),
+        Err(()) => return reply::wrong_type(),
+    };
+    let mut picked: Vec<(Vec<u8>, f64)> = if byscore {
+        // With REV the first bound is the maximum.
+        let (a, b) = if rev {
+            (&args[3], &args[2])
+        } else {
+            (&args[2], &args[3])
+        };
+        let (Some((min, min_ex)), Some((max, max_ex))) = (score_bound(a), score_bound(b)) else {
+            return err("ERR min or max is not a float");
+        };
+        let mut v: Vec<_> = z
+            .ascending()
+            .filter(|(_, s)| if min_ex { *s > min } else { *s >= min })
+            .filter(|(_, s)| if max_ex { *s < max } else { *s <= max })
+            .map(|(m, s)| (m.clone(), s))
+            .collect();
+        if rev {
+            v.reverse();
+        }
+        if let Some((offset, count)) = limit {
+            let skip = usize::try_from(offset).unwrap_or(usize::MAX);
+            let take = usize::try_from(count).unwrap_or(usize::MAX);
+            v = v.into_iter().skip(skip).take(take).collect();
+        }
+        v
+    } else {
+        let (Some(start), Some(stop)) = (parse_int(&args[2]), parse_int(&args[3])) else {
+            return reply::not_integer();
+        };
+        let mut all: Vec<_> = z.ascending().map(|(m, s)| (m.clone(), s)).collect();
+        if rev {
+            all.reverse();
+        }
+        match clamp_range(start, stop, all.len()) {
+            Some((a, b)) => all.drain(a..=b).collect(),
+            None => Vec::new(),
+        }
+    };
+    let items = if !withscores {
+        picked.drain(..).map(|(m, _)| bulk_value(&m)).collect()
+    } else if ctx.proto() >= 3 {
+        picked
+            .drain(..)
+            .map(|(m, s)| Value::Array(vec![bulk_value(&m), score_value(s)]))
+            .collect()
+    } else {
+        picked
+            .drain(..)
+            .flat_map(|(m, s)| [bulk_value(&m), bulk_value(format_float(s).as_bytes())])
+            .collect()
+    };
+    reply::array(items)
+}
+
+/// `ZRANK key member [WITHSCORE]`
+pub(crate) fn zrank(ctx: &mut Ctx<'_, '_>, args: &[Vec<u8>]) -> Reply {
+    let now = ctx.now;
+    let withscore = match args.get(3) {
+        None => false,
+        Some(a) if a.eq_ignore_ascii_case(b"WITHSCORE") && args.len() == 4 => true,
+        Some(_) => return reply::syntax_error(),
+    };
+    match ctx.db().zset_ref(&args[1], now) {
+        Ok(z) => match z.and_then(|z| z.rank(&args[2]).map(|r| (r, z.score(&args[2])))) {
+            Some((r, Some(s))) if withscore => {
+                reply::array(vec![Value::Int(r as i64), score_value(s)])
+            }
+            Some((r, _)) => int(r as i64),
+            None if withscore => Reply::NullArray,
+            None => nil(),
+        },
+        Err(()) => reply::wrong_type(),
+    }
+}

@@ -1,0 +1,95 @@
+//! An in-process fake Redis (standalone and cluster) with fault injection, for testing
+//! code that must survive a server that hangs, drops connections, refuses them, answers
+//! slowly or with errors, moves, migrates or fails over. Enabled by the `testkit`
+//! feature.
+//!
+//! - [`FakeServer`]: binds 127.0.0.1 on an ephemeral port; an accept thread and one
+//!   thread per connection (all named `fake-…`, all joined when it is dropped). Speaks
+//!   RESP2 and RESP3 (`HELLO`), `AUTH`, `SELECT`, `CLIENT`, strings, keys with expiry,
+//!   hashes, lists (with blocking pops), sets, sorted sets, `MULTI/EXEC/WATCH`, and
+//!   pub/sub (plain, pattern and sharded), with the real server's reply shapes per
+//!   protocol and its error texts.
+//! - Faults, switchable at run time: [`hang`](FakeServer::hang),
+//!   [`close_all_connections`](FakeServer::close_all_connections),
+//!   [`refuse_connections`](FakeServer::refuse_connections),
+//!   [`delay_replies`](FakeServer::delay_replies), [`jitter`](FakeServer::jitter),
+//!   [`fail_command`](FakeServer::fail_command),
+//!   [`close_after_commands`](FakeServer::close_after_commands).
+//! - Observation: [`commands_received`](FakeServer::commands_received),
+//!   [`connections`](FakeServer::connections), [`wait_for`](FakeServer::wait_for) (poll
+//!   server state instead of sleeping).
+//! - Maintenance notifications ([`Notification`], [`FakeServer::notify`]) modelled on
+//!   what Redis Enterprise was measured to send.
+//! - [`FakeCluster`]: nodes sharing a slot map, `-MOVED`/`-ASK`, slot migrations that
+//!   can announce themselves (`SMIGRATING`/`SMIGRATED`), removing and adding nodes.
+//!
+//! What it is not: a complete Redis. Commands it does not implement get the real
+//! server's unknown-command error, so a test notices rather than passes by accident.
+//!
+//! # Example: your code sees a classified timeout when the server hangs
+//!
+//! ```
+//! # #[cfg(feature = "testkit")] {
+//! use std::time::Duration;
+//! use resilient_redis::prelude::*;
+//! use resilient_redis::testkit::FakeServer;
+//! use resilient_redis::ErrorKind;
+//!
+//! let server = FakeServer::start()?;
+//! let client = Client::connect(format!("{}?syncTimeout=200", server.url()).as_str())?;
+//! let db = client.database();
+//! db.set("k", "v")?;
+//!
+//! server.hang(true); // like SIGSTOP: the socket stays open, nothing is answered
+//! let err = db.get::<Option<String>>("k").unwrap_err();
+//! assert_eq!(err.kind(), ErrorKind::Timeout);
+//!
+//! server.hang(false); // the held replies are released; the late one is discarded
+//! assert_eq!(db.get::<Option<String>>("k")?, Some("v".to_string()));
+//! # }
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+mod cluster;
+mod cmd_hashes;
+mod cmd_keys;
+mod cmd_lists;
+mod cmd_server;
+mod cmd_sets;
+mod cmd_strings;
+mod cmd_zsets;
+mod conn;
+mod faults;
+mod glob;
+mod maintenance;
+mod observe;
+mod pubsub;
+mod reply;
+mod request;
+mod rng;
+mod server;
+mod session;
+mod slots;
+mod store;
+mod table;
+mod transactions;
+
+pub use cluster::FakeCluster;
+pub use maintenance::Notification;
+pub use observe::ConnectionSnapshot;
+pub use server::{FakeServer, FakeServerBuilder};
+pub use slots::{key_slot, SLOTS};
+
+/// How a server answers `CLIENT MAINT_NOTIFICATIONS ON`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum OptIn {
+    /// `+OK`, and the connection receives notifications (the default: a Redis
+    /// Enterprise / Redis Cloud endpoint with the feature on).
+    #[default]
+    Accept,
+    /// `-ERR …`: a supporting server with the cluster-level flag off.
+    Refuse,
+    /// The real unknown-subcommand error, as Redis OSS and Valkey answer.
+    Unknown,
+}

@@ -1,0 +1,202 @@
+//! The real client against the fake: pub/sub on a standalone fake, and a fake cluster
+//! discovered, routed, migrated under the client's feet, with sharded pub/sub that
+//! follows its slot.
+
+mod testkit_common;
+
+use std::time::{Duration, Instant};
+
+use resilient_redis::prelude::*;
+use resilient_redis::resp::Value;
+use resilient_redis::testkit::{key_slot, FakeCluster, FakeServer};
+use testkit_common::Raw;
+
+/// Publishes until the subscription receives (pub/sub is fire and forget): the
+/// property is that delivery happens, within `within`.
+fn publish_until_received(
+    publish: impl Fn() -> resilient_redis::Result<i64>,
+    sub: &resilient_redis::Subscription,
+    payload: &str,
+    within: Duration,
+) {
+    let deadline = Instant::now() + within;
+    loop {
+        assert!(Instant::now() < deadline, "{payload:?} never delivered");
+        let _ = publish();
+        if let Ok(m) = sub.recv_timeout(Duration::from_millis(100)) {
+            assert_eq!(m.payload_str(), payload);
+            return;
+        }
+    }
+}
+
+#[test]
+fn client_pubsub_against_the_fake() {
+    let server = FakeServer::start().unwrap();
+    let client = Client::connect(server.url().as_str()).unwrap();
+    let sub = client.subscriber();
+    let plain = sub.subscribe("news").unwrap();
+    let sharded = sub.ssubscribe("orders").unwrap();
+    let five = Duration::from_secs(5);
+    publish_until_received(|| sub.publish("news", "hi"), &plain, "hi", five);
+    publish_until_received(|| sub.spublish("orders", "o1"), &sharded, "o1", five);
+    assert!(server.wait_for(
+        |s| s.connections().iter().any(|c| c.subscriptions == 2),
+        five
+    ));
+}
+
+/// Pins a client bug the fake exposed (see the testkit report): the supervisor
+/// reconnects a node's subscription link without the on-demand open lock, so a
+/// caller's `ssubscribe` can be confirmed on a connection that is then replaced
+/// (closed by the client) by a second one that has not subscribed yet; a publish
+/// right after the confirmed `ssubscribe` then reaches nobody. Un-ignore once fixed.
+#[test]
+#[ignore = "client bug: pub/sub link opened twice (supervisor.rs races node.rs send_subscription)"]
+fn a_confirmed_ssubscribe_receives_the_very_next_spublish() {
+    for round in 0..50 {
+        let cluster = FakeCluster::start(2).unwrap();
+        let (client, _db) = cluster_client(&cluster);
+        let sub = client.subscriber();
+        let s = sub.ssubscribe("{ch}events").unwrap();
+        assert_eq!(sub.spublish("{ch}events", "x").unwrap(), 1, "round {round}");
+        assert!(
+            s.recv_timeout(Duration::from_secs(2)).is_ok(),
+            "round {round}"
+        );
+    }
+}
+
+fn cluster_client(cluster: &FakeCluster) -> (Client, Database) {
+    let client = Client::connect(format!("{}?syncTimeout=5000", cluster.url()).as_str()).unwrap();
+    assert!(client.is_cluster());
+    let db = client.database();
+    (client, db)
+}
+
+fn dbsize(server: &FakeServer) -> i64 {
+    match Raw::connect(server.addr()).cmd(&["DBSIZE"]) {
+        Value::Int(n) => n,
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn the_client_discovers_routes_and_follows_a_migration() {
+    let cluster = FakeCluster::start(3).unwrap();
+    let (client, db) = cluster_client(&cluster);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while client.nodes().len() < 3 {
+        assert!(Instant::now() < deadline, "{:?}", client.nodes());
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    for i in 0..100 {
+        db.set(format!("k{i}"), i).unwrap();
+    }
+    let per_node: Vec<i64> = cluster.nodes().iter().map(dbsize).collect();
+    assert_eq!(per_node.iter().sum::<i64>(), 100, "{per_node:?}");
+    assert!(per_node.iter().all(|&n| n > 0), "keys spread: {per_node:?}");
+
+    // Move the slot of k0 while reading it through the client.
+    let slot = key_slot(b"k0");
+    let from = cluster.slot_owner(slot).unwrap();
+    let to = (from + 1) % 3;
+    cluster
+        .begin_migration(slot..=slot, from, to, false)
+        .unwrap();
+    assert_eq!(db.get::<i64>("k0").unwrap(), 0, "served by the source");
+    cluster.move_keys(usize::MAX);
+    assert_eq!(db.get::<i64>("k0").unwrap(), 0, "ASK followed");
+    cluster.finish_migration().unwrap();
+    assert_eq!(db.get::<i64>("k0").unwrap(), 0, "MOVED followed");
+    db.set("k0", 42).unwrap();
+    assert_eq!(db.get::<i64>("k0").unwrap(), 42);
+    assert!(cluster.node(to).commands_received("ASKING") >= 1);
+}
+
+#[test]
+fn sharded_subscription_resumes_after_an_announced_migration() {
+    let cluster = FakeCluster::start(2).unwrap();
+    let (client, _db) = cluster_client(&cluster);
+    let channel = "{ch}events";
+    let slot = key_slot(channel.as_bytes());
+    let from = cluster.slot_owner(slot).unwrap();
+    let to = 1 - from;
+    let sub = client.subscriber();
+    let s = sub.ssubscribe(channel).unwrap();
+    // Control: delivery with no migration at all.
+    let five = Duration::from_secs(5);
+    publish_until_received(|| sub.spublish(channel, "before"), &s, "before", five);
+
+    cluster.migrate(slot..=slot, from, to, true).unwrap();
+    // Messages published during the move may be lost; delivery must resume.
+    let ten = Duration::from_secs(10);
+    publish_until_received(|| sub.spublish(channel, "after"), &s, "after", ten);
+    assert!(cluster
+        .node(to)
+        .connections()
+        .iter()
+        .any(|c| c.subscriptions == 1));
+}
+
+#[test]
+fn handshake_variants_through_the_client() {
+    // Redis 5: no HELLO; the client falls back to RESP2.
+    let old = FakeServer::builder().without_hello().start().unwrap();
+    let client = Client::connect(old.url().as_str()).unwrap();
+    client.database().set("k", "v").unwrap();
+    assert_eq!(old.connections()[0].protocol, 2);
+    // A proxy that answers HELLO 3 in RESP2 form: fine by default, refused when RESP3
+    // is required.
+    let proxy = FakeServer::builder().hello_resp2_only().start().unwrap();
+    let client = Client::connect(proxy.url().as_str()).unwrap();
+    client.database().ping().unwrap();
+    let e = Client::connect(format!("{}?protocol=resp3", proxy.url()).as_str()).unwrap_err();
+    assert_eq!(e.kind(), resilient_redis::ErrorKind::Protocol, "{e}");
+    // Passwords and ACL users.
+    let locked = FakeServer::builder()
+        .password("pw")
+        .user("app", "secret")
+        .start()
+        .unwrap();
+    let e = Client::connect(locked.url().as_str()).unwrap_err();
+    assert_eq!(e.kind(), resilient_redis::ErrorKind::Auth, "{e}");
+    let port = locked.port();
+    Client::connect(format!("redis://:pw@127.0.0.1:{port}").as_str())
+        .unwrap()
+        .database()
+        .ping()
+        .unwrap();
+    let acl = Client::connect(
+        format!("redis://app:secret@127.0.0.1:{port}?protocol=resp2&name=svc").as_str(),
+    )
+    .unwrap();
+    acl.database().ping().unwrap();
+    assert!(locked
+        .connections()
+        .iter()
+        .any(|c| c.protocol == 2 && c.name.as_deref() == Some("svc")));
+}
+
+#[test]
+fn the_client_survives_connections_dropped_mid_command() {
+    let server = FakeServer::start().unwrap();
+    let client = Client::connect(format!("{}?syncTimeout=5000", server.url()).as_str()).unwrap();
+    let db = client.database();
+    db.set("k", "v").unwrap();
+    // Each connection answers 3 commands then drops on the 4th, unanswered.
+    server.close_after_commands(Some(3));
+    let mut failures = 0;
+    for _ in 0..20 {
+        if db.get::<Option<String>>("k").is_err() {
+            failures += 1;
+        }
+    }
+    assert!(
+        failures > 0,
+        "some reads were in flight when the socket went"
+    );
+    server.close_after_commands(None);
+    assert_eq!(db.get::<Option<String>>("k").unwrap().as_deref(), Some("v"));
+    assert!(server.total_commands() > 20);
+}
