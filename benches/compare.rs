@@ -101,7 +101,8 @@ fn main() {
     let url = server.url();
     let started = Instant::now();
     println!(
-        "resilient-redis comparison: redis-server {} on 127.0.0.1:{}, {} cores, {} mode",
+        "resilient-redis comparison: redis-server {} on 127.0.0.1:{}, {} cores, {} mode, \
+         load average at start {}",
         server::server_version(),
         server.port,
         std::thread::available_parallelism().map_or(0, |n| n.get()),
@@ -109,7 +110,8 @@ fn main() {
             "QUICK (not for the record)"
         } else {
             "full"
-        }
+        },
+        load_average(),
     );
 
     let client = ours_client(&url);
@@ -177,8 +179,10 @@ fn main() {
         }
     }
     println!(
-        "\n(total bench time {:.0} s)",
-        started.elapsed().as_secs_f64()
+        "\n(total bench time {:.0} s; load average at the end {}: above ~1 at the start \
+         means other processes shared the 2 cores)",
+        started.elapsed().as_secs_f64(),
+        load_average()
     );
     drop(server);
 }
@@ -534,4 +538,12 @@ fn errors_text(ours: u64, theirs: u64) -> String {
     } else {
         format!("; ERRORS: ours {ours}, redis-rs {theirs} (failed calls are not counted)")
     }
+}
+
+/// The 1/5/15-minute load averages, to tell a quiet machine from a shared one.
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_else(|| "unknown".into())
 }
