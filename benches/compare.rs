@@ -229,7 +229,7 @@ fn profile() {
 fn p1(plan: &Plan, url: &str, db: &Database, rows: &mut Vec<Row>, notes: &mut Vec<String>) {
     let key = "bench:key:00000";
     let mut con = theirs_conn(url);
-    let (rounds, per_round, warmup) = plan.pick((4, 5_000, 2_000), (2, 1_000, 200));
+    let (rounds, per_round, warmup) = plan.pick((8, 2_500, 2_000), (2, 1_000, 200));
     let (ours, theirs) = latency_ab(
         rounds,
         per_round,
@@ -270,9 +270,9 @@ fn p2_p3(
 ) {
     let url = server.url();
     let id = if threads == 16 { "P2" } else { "P3" };
-    let dur = plan.pick(Duration::from_secs(3), Duration::from_millis(500));
-    let rounds = plan.pick(3, 1);
-    let requests = plan.pick(5_000_000, 500_000);
+    let dur = plan.pick(Duration::from_secs(2), Duration::from_millis(500));
+    let rounds = plan.pick(5, 1);
+    let requests = plan.pick(3_000_000, 300_000);
     // Warm-up: both sides once, briefly, untimed.
     let warm = Duration::from_millis(300);
     mixed_ours(&url, threads, warm, keys);
@@ -438,8 +438,8 @@ fn reference(plan: &Plan, server: &RedisServer) -> String {
 
 /// Throughput at 1..64 threads, ours (one shared Client) vs redis-rs (a connection each).
 fn thread_growth(plan: &Plan, url: &str, keys: &Keys, notes: &mut Vec<String>) -> String {
-    let dur = plan.pick(Duration::from_secs(1), Duration::from_millis(200));
-    let rounds = plan.pick(2, 1);
+    let dur = plan.pick(Duration::from_millis(700), Duration::from_millis(200));
+    let rounds = plan.pick(3, 1);
     let mut cells = Vec::new();
     let mut errors = (0, 0);
     for threads in [1, 2, 4, 8, 16, 32, 64] {
@@ -485,7 +485,7 @@ fn size_growth(plan: &Plan, url: &str, db: &Database, notes: &mut Vec<String>) -
         db.set(key.as_str(), vec![b's'; len])
             .expect("set the value");
         let count = plan.pick(count, (count / 10).max(4));
-        let rounds = 2;
+        let rounds = plan.pick(4, 2);
         let (a, b) = latency_ab(
             rounds,
             count / rounds,
