@@ -2,7 +2,9 @@
 //! scripted regional outage and recovery, printed as a timeline.
 //!
 //! `cargo run --example geo_failover` starts three throw-away `redis-server`s on free
-//! loopback ports (the "regions"); pass three URLs to use your own:
+//! loopback ports (the "regions"), or three in-process fake servers (feature
+//! `testkit`, on for the crate's examples) when `redis-server` is not installed or
+//! `-- --fake` is given; pass three URLs to use your own:
 //! `cargo run --example geo_failover -- redis://a:6379 redis://b:6379 redis://c:6379`
 //! (the outage is then simulated by a manual failover instead of killing a server).
 
@@ -19,13 +21,18 @@ use resilient_redis::prelude::*;
 const REGIONS: [(&str, u32); 3] = [("us-east", 30), ("us-west", 20), ("eu-central", 10)];
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let urls: Vec<String> = std::env::args().skip(1).collect();
+    let args: Vec<String> = std::env::args().skip(1).collect();
     let mut local = Vec::new();
-    let urls = if urls.len() == 3 {
-        urls
+    let urls = if args.len() == 3 {
+        args
     } else {
+        let fake = args.iter().any(|a| a == "--fake");
         for _ in 0..3 {
-            local.push(LocalServer::start()?);
+            local.push(if fake {
+                LocalServer::fake()?
+            } else {
+                LocalServer::start()?
+            });
         }
         local.iter().map(|s| s.url()).collect()
     };
@@ -33,9 +40,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .iter()
         .zip(&urls)
         .map(|((name, weight), url)| {
-            Member::new(format!("{url}?syncTimeout=500&connectTimeout=500&reconnectMax=500"))
-                .with_name(*name)
-                .with_weight(*weight)
+            Member::new(format!(
+                "{url}?syncTimeout=500&connectTimeout=500&reconnectMax=500"
+            ))
+            .with_name(*name)
+            .with_weight(*weight)
         })
         .collect();
     let options = GroupOptions::default()
@@ -112,7 +121,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         last = (o, f);
         for e in events.try_iter() {
             match e {
-                GroupEvent::ActiveChanged { previous, current, reason } => println!(
+                GroupEvent::ActiveChanged {
+                    previous,
+                    current,
+                    reason,
+                } => println!(
                     "          event: active {} -> {} ({reason:?})",
                     previous.as_ref().map_or("none", |m| m.name()),
                     current.as_ref().map_or("none", |m| m.name())
@@ -145,30 +158,56 @@ fn name(group: &Group) -> String {
         .map_or_else(|| "none".to_string(), |m| m.name().to_string())
 }
 
-/// A throw-away `redis-server` on a free loopback port.
-struct LocalServer {
-    port: u16,
-    child: Option<Child>,
+/// A throw-away region: a `redis-server` on a free loopback port, or an in-process
+/// fake when none is installed.
+enum LocalServer {
+    Process {
+        port: u16,
+        child: Option<Child>,
+    },
+    #[cfg(feature = "testkit")]
+    Fake(resilient_redis::testkit::FakeServer),
 }
 
 impl LocalServer {
     fn start() -> Result<LocalServer, Box<dyn std::error::Error>> {
         let port = TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
-        let mut s = LocalServer { port, child: None };
-        s.spawn()?;
-        Ok(s)
+        let mut s = LocalServer::Process { port, child: None };
+        match s.spawn() {
+            Ok(()) => Ok(s),
+            Err(why) => {
+                println!("{why}: using in-process fake servers");
+                LocalServer::fake()
+            }
+        }
+    }
+
+    #[cfg(feature = "testkit")]
+    fn fake() -> Result<LocalServer, Box<dyn std::error::Error>> {
+        Ok(LocalServer::Fake(
+            resilient_redis::testkit::FakeServer::start()?,
+        ))
+    }
+
+    #[cfg(not(feature = "testkit"))]
+    fn fake() -> Result<LocalServer, Box<dyn std::error::Error>> {
+        Err("no redis-server; build with `--features testkit` for the in-process fake".into())
     }
 
     fn spawn(&mut self) -> Result<(), Box<dyn std::error::Error>> {
-        let child = Command::new("redis-server")
-            .args(["--port", &self.port.to_string(), "--bind", "127.0.0.1"])
+        let LocalServer::Process { port, child } = self else {
+            return Ok(());
+        };
+        let port = *port;
+        let spawned = Command::new("redis-server")
+            .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
             .args(["--save", "", "--appendonly", "no"])
             .stdout(Stdio::null())
             .spawn()
-            .map_err(|e| format!("redis-server could not be started ({e}); install it or pass three URLs"))?;
-        self.child = Some(child);
+            .map_err(|e| format!("redis-server could not be started ({e})"))?;
+        *child = Some(spawned);
         let deadline = Instant::now() + Duration::from_secs(10);
-        while std::net::TcpStream::connect(("127.0.0.1", self.port)).is_err() {
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
             if Instant::now() > deadline {
                 return Err("redis-server did not start".into());
             }
@@ -178,24 +217,47 @@ impl LocalServer {
     }
 
     fn url(&self) -> String {
-        format!("redis://127.0.0.1:{}", self.port)
+        match self {
+            LocalServer::Process { port, .. } => format!("redis://127.0.0.1:{port}"),
+            #[cfg(feature = "testkit")]
+            LocalServer::Fake(f) => f.url(),
+        }
     }
 
+    /// The outage: the process dies; a fake refuses and drops every connection.
     fn stop(&mut self) {
-        if let Some(mut c) = self.child.take() {
-            let _ = c.kill();
-            let _ = c.wait();
+        match self {
+            LocalServer::Process { child, .. } => {
+                if let Some(mut c) = child.take() {
+                    let _ = c.kill();
+                    let _ = c.wait();
+                }
+            }
+            #[cfg(feature = "testkit")]
+            LocalServer::Fake(f) => {
+                f.refuse_connections(true);
+                f.close_all_connections();
+            }
         }
     }
 
     fn restart(&mut self) -> Result<(), Box<dyn std::error::Error>> {
         self.stop();
-        self.spawn()
+        match self {
+            #[cfg(feature = "testkit")]
+            LocalServer::Fake(f) => {
+                f.refuse_connections(false);
+                Ok(())
+            }
+            _ => self.spawn(),
+        }
     }
 }
 
 impl Drop for LocalServer {
     fn drop(&mut self) {
-        self.stop();
+        if let LocalServer::Process { .. } = self {
+            self.stop();
+        }
     }
 }

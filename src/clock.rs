@@ -6,10 +6,15 @@ use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 
-/// A source of `Instant`s.
+/// A source of `Instant`s, and of waiting.
 pub trait Clock: Send + Sync + std::fmt::Debug {
     /// The current instant.
     fn now(&self) -> Instant;
+
+    /// Waits `d` (a manual clock just moves forward, so tests do not sleep).
+    fn sleep(&self, d: Duration) {
+        std::thread::sleep(d)
+    }
 }
 
 /// The real monotonic clock.
@@ -56,6 +61,10 @@ impl Default for ManualClock {
 impl Clock for ManualClock {
     fn now(&self) -> Instant {
         *self.0.lock()
+    }
+
+    fn sleep(&self, d: Duration) {
+        self.advance(d);
     }
 }
 

@@ -24,6 +24,7 @@ pub struct Error {
     command: Option<String>,
     failure: Option<FailureKind>,
     maintenance: MaintenanceKind,
+    unsent: bool,
 }
 
 /// What went wrong, classified so that retries and circuit breakers can decide on it.
@@ -194,7 +195,19 @@ impl Error {
             command: None,
             failure: None,
             maintenance: MaintenanceKind::None,
+            unsent: false,
         }
+    }
+
+    /// Marks an error whose command never reached the server (safe to send elsewhere).
+    pub(crate) fn unsent(mut self) -> Error {
+        self.unsent = true;
+        self
+    }
+
+    /// Whether the command never reached the server.
+    pub(crate) fn is_unsent(&self) -> bool {
+        self.unsent
     }
 
     /// An error reply from the server, classified by its code (`WRONGTYPE ...`).
@@ -214,6 +227,13 @@ impl Error {
             None => message,
         };
         Error::new(kind, message.to_string())
+    }
+
+    /// The same error with another detail (kind, endpoint, command, failure and
+    /// maintenance kept).
+    pub(crate) fn with_detail(mut self, detail: impl Into<String>) -> Error {
+        self.detail = detail.into();
+        self
     }
 
     /// Attaches the endpoint the error happened on.

@@ -7,6 +7,8 @@ pub mod availability;
 mod client;
 pub mod clock;
 mod commands;
+#[cfg(feature = "redis-compat")]
+mod compat;
 pub mod config;
 pub(crate) mod connection;
 mod error;

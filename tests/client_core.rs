@@ -360,3 +360,55 @@ fn idle_connections_get_heartbeats() {
     );
     drop(client);
 }
+
+#[test]
+fn watch_guards_a_read_modify_write_on_a_dedicated_connection() {
+    let Some(server) = RedisServer::start() else {
+        return;
+    };
+    let db = Client::connect(server.url().as_str()).unwrap().database();
+    let other = Client::connect(server.url().as_str()).unwrap().database();
+    db.set("acct", 100).unwrap();
+    // Unchanged between the read and EXEC: committed.
+    let committed = db
+        .watch("acct", |conn| {
+            let v: i64 = conn.get("acct")?;
+            let tx = conn.transaction();
+            tx.set("acct", v + 10);
+            Ok(tx)
+        })
+        .unwrap();
+    assert!(committed);
+    assert_eq!(db.get::<i64>("acct").unwrap(), 110);
+    // Changed by someone else after our read: aborted, nothing written.
+    let committed = db
+        .watch("acct", |conn| {
+            let v: i64 = conn.get("acct")?;
+            other.set("acct", 0)?;
+            let tx = conn.transaction();
+            tx.set("acct", v + 10);
+            Ok(tx)
+        })
+        .unwrap();
+    assert!(!committed);
+    assert_eq!(db.get::<i64>("acct").unwrap(), 0);
+    // A transaction from another handle would not be guarded: refused.
+    let err = db.watch("acct", |_conn| Ok(db.transaction())).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidInput);
+    // A failing build leaves the dedicated connection clean for the next one.
+    let err = db
+        .watch("acct", |_conn| {
+            Err(resilient_redis::Error::new(ErrorKind::InvalidInput, "no"))
+        })
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidInput);
+    let committed = db
+        .watch("acct", |conn| {
+            let tx = conn.transaction();
+            tx.incr("acct", 1);
+            Ok(tx)
+        })
+        .unwrap();
+    assert!(committed);
+    assert_eq!(db.get::<i64>("acct").unwrap(), 1);
+}

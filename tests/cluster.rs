@@ -211,3 +211,50 @@ fn sharded_pubsub_delivers_and_resumes_after_its_slot_moves() {
     let got = (0..50).find_map(|_| s.recv_timeout(Duration::from_millis(200)).ok());
     assert_eq!(got.map(|m| m.payload), Some(b"after".to_vec()));
 }
+
+#[test]
+fn replica_reads_go_to_replicas_when_asked_and_writes_to_masters() {
+    let Some(cluster) = RedisCluster::start_with_replicas(3, 1) else {
+        return;
+    };
+    let url = format!("{}?replicaReads=true", cluster.nodes[0].url());
+    let client = Client::connect(url.as_str()).unwrap();
+    let db = client.database();
+    for i in 0..100 {
+        db.set(format!("r{i}"), i).unwrap();
+    }
+    let replica_gets = || -> u64 {
+        cluster
+            .nodes
+            .iter()
+            .filter(|n| support::cluster::cli(n.port, &["ROLE"]).starts_with("slave"))
+            .map(|n| {
+                let stats = support::cluster::cli(n.port, &["INFO", "commandstats"]);
+                stats
+                    .lines()
+                    .find_map(|l| l.strip_prefix("cmdstat_get:calls="))
+                    .and_then(|rest| rest.split(',').next())
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(0)
+            })
+            .sum()
+    };
+    // Replicas are listed once the cluster's gossip has settled and they are in sync
+    // (CLUSTER SHARDS health "online"), and replication is asynchronous: re-read the
+    // topology and read until replicas serve the reads, with the written values.
+    let served = wait_until(Duration::from_secs(30), || {
+        client.refresh_topology().unwrap();
+        let all_there =
+            (0..100).all(|i| db.get::<Option<i64>>(format!("r{i}")).unwrap() == Some(i));
+        all_there && replica_gets() >= 100
+    });
+    assert!(
+        served,
+        "replicas served {} GETs; {:?}",
+        replica_gets(),
+        client.cluster_stats()
+    );
+    // Writes still go to masters (a replica would answer MOVED, counted here).
+    db.set("r-final", 1).unwrap();
+    assert_eq!(client.cluster_stats().unwrap().moved, 0);
+}

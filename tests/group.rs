@@ -126,6 +126,19 @@ fn the_heaviest_member_serves_and_a_killed_one_is_replaced_under_load() {
         "a caller waited past its timeout"
     );
     assert_eq!(db.get::<String>("whoami").unwrap(), "m1");
+    // Restarted (empty: label it again), it reconnects, passes its checks and takes
+    // the traffic back.
+    servers[0].restart();
+    Client::connect(servers[0].url().as_str())
+        .unwrap()
+        .database()
+        .set("whoami", "m0")
+        .unwrap();
+    assert!(
+        wait_until(WAIT, || active_name(&group) == "m0"),
+        "no failback after restart"
+    );
+    assert_eq!(db.get::<String>("whoami").unwrap(), "m0");
 }
 
 #[test]

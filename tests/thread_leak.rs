@@ -46,7 +46,12 @@ fn no_thread_is_left_after_close_or_drop() {
     let client = Client::connect(server.url().as_str()).unwrap();
     let db = client.database();
     db.ping().unwrap();
-    assert_eq!(threads_named("rr-").len(), 3, "{:?}", threads_named("rr-"));
+    // A thread names itself once it runs, so the count is awaited, not read once.
+    assert!(
+        wait_until(Duration::from_secs(5), || threads_named("rr-").len() == 3),
+        "expected reader, writer and supervisor: {:?}",
+        threads_named("rr-")
+    );
     drop(client);
     db.ping().unwrap();
     drop(db);

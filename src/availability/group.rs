@@ -83,6 +83,10 @@ pub(crate) struct GroupInner {
     preferred: Mutex<Option<Member>>,
     /// Serialises re-selection so two passes never interleave their events.
     selecting: Mutex<()>,
+    /// Bumped when the active member changes or a member (dis)connects; callers whose
+    /// command could not be sent wait on it (the group's backlog).
+    generation: Mutex<u64>,
+    changed: parking_lot::Condvar,
     pub(crate) events: EventBus<GroupEvent>,
     /// Recent changes of the active member (time, member id), newest last, so pub/sub
     /// can tell which member was active when a message arrived.
@@ -152,6 +156,8 @@ impl Group {
             active: RwLock::new(None),
             preferred: Mutex::new(None),
             selecting: Mutex::new(()),
+            generation: Mutex::new(0),
+            changed: parking_lot::Condvar::new(),
             events: EventBus::new(),
             history: Mutex::new(VecDeque::with_capacity(HISTORY)),
             wake: wake_tx,
@@ -309,6 +315,33 @@ impl GroupInner {
         self.active.read().clone()
     }
 
+    /// The current change generation.
+    pub(crate) fn generation(&self) -> u64 {
+        *self.generation.lock()
+    }
+
+    /// Announces a change to callers waiting in the group's backlog.
+    pub(crate) fn bump(&self) {
+        *self.generation.lock() += 1;
+        self.changed.notify_all();
+    }
+
+    /// Waits until the generation moves past `seen` or `deadline`; whether it moved.
+    pub(crate) fn wait_changed(&self, seen: u64, deadline: Instant) -> bool {
+        let mut generation = self.generation.lock();
+        while *generation == seen {
+            if self.closed.load(Ordering::Acquire)
+                || self
+                    .changed
+                    .wait_until(&mut generation, deadline)
+                    .timed_out()
+            {
+                return *generation != seen;
+            }
+        }
+        true
+    }
+
     /// Whether member `id` was the active member at `at`.
     pub(crate) fn was_active(&self, id: u64, at: Instant) -> bool {
         let history = self.history.lock();
@@ -411,6 +444,7 @@ impl GroupInner {
                 }
                 history.push_back((Instant::now(), next.as_ref().map(|m| m.inner.id)));
             }
+            self.bump();
             let reason = if current.is_none() && reason != ChangeReason::MemberRemoved {
                 ChangeReason::Initial
             } else {
@@ -445,5 +479,6 @@ impl GroupInner {
             }
         }
         *self.active.write() = None;
+        self.bump();
     }
 }

@@ -12,6 +12,7 @@ mod health;
 mod member;
 mod probes;
 mod pubsub;
+mod retry;
 mod router;
 mod selection;
 mod supervisor;
@@ -27,3 +28,4 @@ pub use health::{
 pub use member::Member;
 pub use probes::{IsConnected, Ping, ProbeTarget, StringSet};
 pub use pubsub::{GroupSubscriber, GroupSubscription};
+pub use retry::{RetryDecision, RetryPolicy};

@@ -75,6 +75,7 @@ fn pass(group: &GroupInner, states: &mut HashMap<u64, MemberState>) -> Duration 
         let connected = member.is_connected();
         if connected != state.connected {
             state.connected = connected;
+            group.bump();
             let was_active = group.active().as_ref() == Some(member);
             reason = Some(if !connected && was_active {
                 ChangeReason::HealthCheck
@@ -140,14 +141,19 @@ fn start_check(member: &Member, check: HealthCheck) -> Option<Receiver<CheckRepo
                 node,
                 deployment: deployment.clone(),
             };
-            // A latency sample first: one PING, timed.
-            let started = Instant::now();
-            let ping = Cmd::typed("PING", RetryCategory::Always);
-            let latency = target
-                .command::<String>(&ping, check.probe_timeout)
-                .ok()
-                .map(|_| started.elapsed());
             let result = check.run(&target);
+            // A latency sample (one PING, timed) only from a member that answers, so a
+            // silent member's verdict is not held back by another probe timeout.
+            let latency = (result == ProbeResult::Healthy)
+                .then(|| {
+                    let started = Instant::now();
+                    let ping = Cmd::typed("PING", RetryCategory::Always);
+                    target
+                        .command::<String>(&ping, check.probe_timeout)
+                        .ok()
+                        .map(|_| started.elapsed())
+                })
+                .flatten();
             let _ = tx.send(CheckReport { result, latency });
         });
     match spawned {

@@ -91,6 +91,17 @@ impl BlockingPool {
         }
     }
 
+    /// Leases a connection for a sequence of commands (an optimistic transaction); it
+    /// goes back to the pool when the lease is dropped (closed if anything went wrong).
+    pub(crate) fn lease_for(self: &Arc<Self>, timeout: Duration) -> Result<Lease> {
+        let conn = self.lease(deadline_after(Instant::now(), timeout))?;
+        Ok(Lease {
+            pool: self.clone(),
+            conn: Some(conn),
+            poisoned: false.into(),
+        })
+    }
+
     fn lease(&self, deadline: Instant) -> Result<Arc<Connection>> {
         let mut st = self.state.lock();
         loop {
@@ -172,6 +183,54 @@ impl BlockingPool {
             finish(conn);
         }
         self.released.notify_all();
+    }
+}
+
+/// One leased dedicated connection.
+pub(crate) struct Lease {
+    pool: Arc<BlockingPool>,
+    conn: Option<Arc<Connection>>,
+    poisoned: std::sync::atomic::AtomicBool,
+}
+
+impl Lease {
+    /// Sends a request on the leased connection. A failure (timeout, closed) poisons
+    /// the lease: the connection is closed rather than reused in an unknown state.
+    pub(crate) fn request(
+        &self,
+        frame: &[u8],
+        replies: usize,
+        timeout: Duration,
+    ) -> Result<Outcome> {
+        let Some(conn) = &self.conn else {
+            return Err(Error::new(ErrorKind::Closed, "the lease has ended"));
+        };
+        match conn.request(frame, replies, timeout, true) {
+            Ok(Outcome::Failed(e))
+            | Err(RequestError::Failed(e))
+            | Err(RequestError::Unsent(e)) => {
+                self.poisoned.store(true, Ordering::Release);
+                Err(e)
+            }
+            Ok(outcome) => Ok(outcome),
+        }
+    }
+
+    pub(crate) fn endpoint(&self) -> String {
+        self.pool.config.endpoint.to_string()
+    }
+}
+
+impl Drop for Lease {
+    fn drop(&mut self) {
+        if let Some(conn) = self.conn.take() {
+            if self.poisoned.load(Ordering::Acquire) {
+                conn.close(FailureKind::ClosedByClient);
+                self.pool.forget(conn);
+            } else {
+                self.pool.give_back(conn);
+            }
+        }
     }
 }
 

@@ -137,6 +137,10 @@ impl Client {
     pub(crate) fn connect_member(options: Options, setup: MemberSetup) -> Result<Client> {
         let mut options = options;
         options.abort_connect = false;
+        // The group keeps the backlog: a command for a member that is down comes back
+        // unsent at once and the group routes it to whichever member serves next,
+        // instead of waiting out its timeout in the old member's queue.
+        options.backlog = crate::config::BacklogPolicy::FailFast;
         Client::connect_with(options, Some(setup))
     }
 

@@ -30,7 +30,7 @@ pub(crate) struct Node {
     wait_lock: Mutex<()>,
     available: Condvar,
     backlog_waiting: AtomicUsize,
-    pub(crate) blocking: BlockingPool,
+    pub(crate) blocking: Arc<BlockingPool>,
     closed: AtomicBool,
     pub(crate) events: Arc<EventBus<ClientEvent>>,
 }
@@ -41,7 +41,7 @@ impl Node {
         pubsub_config: ConnectionConfig,
         events: Arc<EventBus<ClientEvent>>,
     ) -> Node {
-        let blocking = BlockingPool::new(config.clone());
+        let blocking = Arc::new(BlockingPool::new(config.clone()));
         Node {
             endpoint: config.endpoint.clone(),
             interactive: Link::new(config),
@@ -162,7 +162,8 @@ impl Node {
                 ErrorKind::ConnectionClosed,
                 "not connected (backlog=failfast)",
             )
-            .with_endpoint(self.endpoint.to_string()));
+            .with_endpoint(self.endpoint.to_string())
+            .unsent());
         }
         let waiting = self.backlog_waiting.fetch_add(1, Ordering::AcqRel) + 1;
         let _count = Decrement(&self.backlog_waiting);

@@ -5,6 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::blocking::Lease;
 use super::cluster::ClusterRouter;
 use super::ClientHandle;
 use crate::commands::{Cmd, Router};
@@ -47,6 +48,10 @@ impl Router for DeploymentRouter {
         result.map_err(|e| e.with_command(cmd.name()))
     }
 
+    fn leased(&self, key: Option<&[u8]>, timeout: Option<Duration>) -> Result<Arc<dyn Router>> {
+        self.lease(key, timeout)
+    }
+
     fn send_many(
         &self,
         cmds: &[Cmd],
@@ -68,6 +73,77 @@ impl Router for DeploymentRouter {
             Ok(Outcome::One(v)) => Ok(vec![v]),
             Ok(Outcome::Failed(e)) | Err(e) => Err(e.with_command(name)),
         }
+    }
+}
+
+impl DeploymentRouter {
+    fn lease(&self, key: Option<&[u8]>, timeout: Option<Duration>) -> Result<Arc<dyn Router>> {
+        let deployment = &self.handle.inner.deployment;
+        let timeout = timeout.unwrap_or(deployment.options.command_timeout);
+        let node = match (deployment.cluster(), key) {
+            (Some(state), Some(key)) => {
+                let slot = crate::client::cluster::key_slot(key);
+                match state.master_for(slot) {
+                    Some(e) => deployment.node_for(&e)?,
+                    None => self.primary()?,
+                }
+            }
+            _ => self.primary()?,
+        };
+        Ok(Arc::new(LeasedRouter {
+            lease: node.blocking.lease_for(timeout)?,
+            timeout,
+            _handle: self.handle.clone(),
+        }))
+    }
+}
+
+/// Every command on one leased dedicated connection.
+struct LeasedRouter {
+    lease: Lease,
+    timeout: Duration,
+    _handle: Arc<ClientHandle>,
+}
+
+impl Router for LeasedRouter {
+    fn send(&self, cmd: &Cmd, timeout: Option<Duration>) -> Result<Value> {
+        let timeout = timeout
+            .unwrap_or(self.timeout)
+            .saturating_add(cmd.block_time().unwrap_or_default());
+        self.lease
+            .request(cmd.frame(), 1, timeout)
+            .and_then(single)
+            .map_err(|e| {
+                e.with_command(cmd.name())
+                    .with_endpoint(self.lease.endpoint())
+            })
+    }
+
+    fn send_many(
+        &self,
+        cmds: &[Cmd],
+        timeout: Option<Duration>,
+        _atomic: bool,
+    ) -> Result<Vec<Value>> {
+        let mut frame = Vec::new();
+        for c in cmds {
+            frame.extend_from_slice(c.frame());
+        }
+        match self
+            .lease
+            .request(&frame, cmds.len(), timeout.unwrap_or(self.timeout))?
+        {
+            Outcome::Many(v) => Ok(v),
+            Outcome::One(v) => Ok(vec![v]),
+            Outcome::Failed(e) => Err(e),
+        }
+    }
+
+    fn leased(&self, _key: Option<&[u8]>, _timeout: Option<Duration>) -> Result<Arc<dyn Router>> {
+        Err(Error::new(
+            ErrorKind::InvalidInput,
+            "already on a dedicated connection",
+        ))
     }
 }
 

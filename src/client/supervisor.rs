@@ -118,11 +118,17 @@ pub(crate) fn tick(deployment: &Deployment, heartbeats: &mut Heartbeats) {
         match node.pubsub.current() {
             Some(conn) => watch(node, &node.pubsub, &conn, pubsub_beat),
             None => {
-                let carried = deployment.subscriptions_for(node);
-                if !carried.is_empty() {
-                    if let Some(conn) = reconnect_if_due(node, &node.pubsub) {
-                        node.install_pubsub(conn, carried);
-                    }
+                if deployment.subscriptions_for(node).is_empty() {
+                    continue;
+                }
+                // A caller may be opening it on demand right now: one link, never two
+                // (the second would replace a link whose subscriptions are confirmed).
+                let _open = node.pubsub.open_lock.lock();
+                if node.pubsub.current().is_some() {
+                    continue;
+                }
+                if let Some(conn) = reconnect_if_due(node, &node.pubsub) {
+                    node.install_pubsub(conn, deployment.subscriptions_for(node));
                 }
             }
         }

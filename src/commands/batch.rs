@@ -152,6 +152,14 @@ impl Batch {
         if cmds.is_empty() {
             return self.queue.finish(Ok(Vec::new()));
         }
+        if self.db.is_retrying() {
+            let e = Error::new(
+                ErrorKind::InvalidInput,
+                "a batch cannot run on a retrying database: replaying part of it is not safe",
+            );
+            *self.queue.cmds.borrow_mut() = cmds;
+            return self.queue.finish(Err(e));
+        }
         // A blocking command would hold the shared connection, and every caller
         // behind it, for its whole block time (inside MULTI it does not block).
         if let Some(c) = cmds.iter().find(|c| c.block_time().is_some()) {
@@ -205,7 +213,13 @@ impl Transaction {
         }
     }
 
+    pub(crate) fn router(&self) -> &Arc<dyn super::Router> {
+        self.db.router()
+    }
+
     /// Adds keys to `WATCH`: the transaction aborts if any changes before `EXEC`.
+    /// Sent in the same write as `MULTI`/`EXEC`, so it only guards that instant; to
+    /// guard values read beforehand use [`Database::watch`].
     pub fn watch(&self, keys: impl ToArgs) {
         self.watch
             .borrow_mut()
@@ -221,6 +235,14 @@ impl Transaction {
     /// committed, `Ok(false)` when aborted by a watched key; a command the server
     /// refused to queue fails the whole transaction with `ErrorKind::ExecAbort`.
     pub fn execute(self) -> Result<bool> {
+        if self.db.is_retrying() {
+            let e = Error::new(
+                ErrorKind::InvalidInput,
+                "a transaction cannot run on a retrying database; use Database::watch, \
+                 which rebuilds it from fresh reads on a conflict",
+            );
+            return self.queue.finish(Err(e)).map(|_| false);
+        }
         let body = self.queue.cmds.take();
         let watches = self.watch.take();
         let lead = watches.len() + 1;

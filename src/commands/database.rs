@@ -7,8 +7,9 @@ use std::time::Duration;
 use super::batch::{Batch, Transaction};
 use super::cmd::Cmd;
 use super::from_value::FromValue;
-use super::Commands;
-use crate::error::{Error, Result};
+use super::{retrying, Commands};
+use crate::availability::RetryPolicy;
+use crate::error::{Error, ErrorKind, Result};
 use crate::resp::Value;
 
 /// Where a `Database` sends its commands: one deployment, a cluster slot map, or the
@@ -25,6 +26,15 @@ pub(crate) trait Router: Send + Sync {
         timeout: Option<Duration>,
         atomic: bool,
     ) -> Result<Vec<Value>>;
+
+    /// A router bound to one dedicated connection (on the server owning `key`), for a
+    /// sequence that must not share its connection: WATCH, reads, MULTI/EXEC.
+    fn leased(&self, key: Option<&[u8]>, timeout: Option<Duration>) -> Result<Arc<dyn Router>>;
+
+    /// The group member serving now (id, name); `None` outside a group.
+    fn active_member(&self) -> Option<(u64, String)> {
+        None
+    }
 }
 
 /// A handle for running commands: `Clone + Send + Sync` and cheap to clone.
@@ -42,6 +52,7 @@ pub(crate) trait Router: Send + Sync {
 pub struct Database {
     router: Arc<dyn Router>,
     timeout: Option<Duration>,
+    retry: Option<Arc<RetryPolicy>>,
 }
 
 impl std::fmt::Debug for Database {
@@ -57,7 +68,40 @@ impl Database {
         Database {
             router,
             timeout: None,
+            retry: None,
         }
+    }
+
+    /// A handle that re-issues failed operations by `policy`: transient faults only,
+    /// commands whose retry category is safe enough only, following a group's failover
+    /// to another member. Batches and transactions from it refuse to run (a partial
+    /// replay is not safe); wrapping a retrying handle again is an error.
+    ///
+    /// ```no_run
+    /// use resilient_redis::availability::RetryPolicy;
+    /// use resilient_redis::prelude::*;
+    /// let db = Client::connect("redis://127.0.0.1:6379")?.database();
+    /// let db = db.with_retry(RetryPolicy::default())?;
+    /// let v: Option<String> = db.get("k")?; // a LOADING or a dropped connection is retried
+    /// # Ok::<(), resilient_redis::Error>(())
+    /// ```
+    pub fn with_retry(&self, policy: RetryPolicy) -> Result<Database> {
+        if self.retry.is_some() {
+            return Err(Error::new(
+                ErrorKind::InvalidInput,
+                "this database already retries; wrap the original instead",
+            ));
+        }
+        Ok(Database {
+            router: self.router.clone(),
+            timeout: self.timeout,
+            retry: Some(Arc::new(policy)),
+        })
+    }
+
+    /// Whether this handle retries (see [`Database::with_retry`]).
+    pub fn is_retrying(&self) -> bool {
+        self.retry.is_some()
     }
 
     /// A handle whose commands use `timeout` instead of the configured `syncTimeout`.
@@ -65,6 +109,7 @@ impl Database {
         Database {
             router: self.router.clone(),
             timeout: Some(timeout),
+            retry: self.retry.clone(),
         }
     }
 
@@ -79,8 +124,82 @@ impl Database {
 
     /// Runs a prepared command and converts its reply.
     pub fn query<T: FromValue>(&self, cmd: &Cmd) -> Result<T> {
-        let reply = self.router.send(cmd, self.timeout)?;
+        let reply = match &self.retry {
+            None => self.router.send(cmd, self.timeout)?,
+            Some(policy) => retrying::send(&*self.router, cmd, self.timeout, policy)?,
+        };
         convert(reply, cmd)
+    }
+
+    /// An optimistic transaction that guards a read-modify-write: `WATCH keys` on a
+    /// dedicated connection, then `build` reads through the handle it is given (on the
+    /// same connection) and returns the transaction to run, built from that handle.
+    /// `Ok(true)` when committed, `Ok(false)` when a watched key changed meanwhile.
+    ///
+    /// (`Transaction::watch` alone only guards the instant between its WATCH and EXEC,
+    /// which travel in one write on the shared connection.)
+    ///
+    /// ```no_run
+    /// use resilient_redis::prelude::*;
+    /// let db = Client::connect("redis://127.0.0.1:6379")?.database();
+    /// let committed = db.watch("balance", |conn| {
+    ///     let balance: i64 = conn.get::<Option<i64>>("balance")?.unwrap_or(0);
+    ///     let tx = conn.transaction();
+    ///     tx.set("balance", balance + 10);
+    ///     Ok(tx)
+    /// })?;
+    /// # let _ = committed;
+    /// # Ok::<(), resilient_redis::Error>(())
+    /// ```
+    pub fn watch<F>(&self, keys: impl super::ToArgs, mut build: F) -> Result<bool>
+    where
+        F: FnMut(&Database) -> Result<Transaction>,
+    {
+        let watch = Cmd::typed("WATCH", super::RetryCategory::Connection).key(keys);
+        // On a retrying handle a conflict is retried with fresh reads, since the
+        // closure rebuilds the transaction from what it reads each time; replaying a
+        // MULTI/EXEC built on stale values would be wrong.
+        let attempts = self
+            .retry
+            .as_ref()
+            .map_or(1, |p| p.max_attempts_on_watch_conflict);
+        for _ in 0..attempts {
+            if self.watch_once(&watch, &mut build)? {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
+    fn watch_once<F>(&self, watch: &Cmd, build: &mut F) -> Result<bool>
+    where
+        F: FnMut(&Database) -> Result<Transaction>,
+    {
+        let first_key = watch.keys().next().map(<[u8]>::to_vec);
+        let router = self.router.leased(first_key.as_deref(), self.timeout)?;
+        let view = Database {
+            router: router.clone(),
+            timeout: self.timeout,
+            retry: None,
+        };
+        view.query::<()>(watch)?;
+        let unwatch = Cmd::typed("UNWATCH", super::RetryCategory::Connection);
+        let tx = match build(&view) {
+            Ok(tx) => tx,
+            Err(e) => {
+                // Leave the connection clean for the next lease.
+                let _ = view.query::<()>(&unwatch);
+                return Err(e);
+            }
+        };
+        if !Arc::ptr_eq(tx.router(), &router) {
+            let _ = view.query::<()>(&unwatch);
+            return Err(Error::new(
+                ErrorKind::InvalidInput,
+                "build the transaction from the handle `watch` passes in, not another Database",
+            ));
+        }
+        tx.execute()
     }
 
     /// A pipelined batch: commands are queued, then sent in one write by `execute`.

@@ -9,6 +9,7 @@ mod cmd;
 mod database;
 mod flags;
 mod from_value;
+mod retrying;
 mod to_args;
 
 mod hashes;

@@ -45,14 +45,20 @@ fn cluster_node(extra: &[&str]) -> Option<RedisServer> {
 impl RedisCluster {
     /// `masters` masters with the slots split evenly; `None` only when skipped.
     pub fn start(masters: usize) -> Option<RedisCluster> {
+        RedisCluster::start_with_replicas(masters, 0)
+    }
+
+    /// `masters` masters, each with `replicas` replicas.
+    pub fn start_with_replicas(masters: usize, replicas: usize) -> Option<RedisCluster> {
         let mut nodes = Vec::new();
-        for _ in 0..masters {
+        for _ in 0..masters * (1 + replicas) {
             nodes.push(cluster_node(&[])?);
         }
         let addrs: Vec<String> = nodes.iter().map(|n| n.addr()).collect();
+        let replicas = replicas.to_string();
         let mut args = vec!["--cluster", "create"];
         args.extend(addrs.iter().map(String::as_str));
-        args.extend(["--cluster-replicas", "0", "--cluster-yes"]);
+        args.extend(["--cluster-replicas", replicas.as_str(), "--cluster-yes"]);
         cli(nodes[0].port, &args);
         let cluster = RedisCluster { nodes };
         cluster.wait_ok();

@@ -1,0 +1,107 @@
+//! The retry loop behind `Database::with_retry`.
+//!
+//! A failed attempt is retried only when the fault is transient (the classification
+//! circuit breakers use), the command's retry category is within the policy, and the
+//! policy's decision allows it; in a group, after `max_attempts_before_failover` on
+//! one member, a retry waits (up to `failover_delay`) for traffic to move and goes to
+//! the new member.
+
+use std::time::Duration;
+
+use super::database::Router;
+use super::Cmd;
+use crate::availability::{FaultContext, RetryDecision, RetryPolicy};
+use crate::client::supervisor::jitter_fraction;
+use crate::error::{Error, ErrorKind, Result};
+use crate::resp::Value;
+
+/// How often a retry looks whether the group has failed over yet.
+const FAILOVER_POLL: Duration = Duration::from_millis(10);
+
+pub(crate) fn send(
+    router: &dyn Router,
+    cmd: &Cmd,
+    timeout: Option<Duration>,
+    policy: &RetryPolicy,
+) -> Result<Value> {
+    let mut kinds: Vec<ErrorKind> = Vec::new();
+    let mut on_this_member = 0;
+    for attempt in 1..=policy.max_attempts {
+        let member = router.active_member();
+        let error = match router.send(cmd, timeout) {
+            Ok(reply) => match reply.error_message() {
+                // An error reply is final unless it is transient (LOADING, BUSY, ...).
+                Some(m) if Error::from_server_reply(m).is_transient() => {
+                    Error::from_server_reply(m).with_command(cmd.name())
+                }
+                _ => return Ok(reply),
+            },
+            Err(e) => e,
+        };
+        kinds.push(error.kind());
+        on_this_member += 1;
+        let fault = FaultContext {
+            category: Some(cmd.retry_category()),
+            attempt,
+            member: member.as_ref().map(|m| m.1.clone()),
+            ..FaultContext::from_error(&error)
+        };
+        let decision = policy.can_retry(&fault);
+        if decision == RetryDecision::None {
+            return Err(error);
+        }
+        if attempt == policy.max_attempts {
+            return Err(exhausted(error, &kinds));
+        }
+        let may_fail_over = matches!(
+            decision,
+            RetryDecision::FailoverServer | RetryDecision::Both
+        );
+        if let Some((id, _)) = &member {
+            if may_fail_over && on_this_member >= policy.max_attempts_before_failover {
+                if wait_for_failover(router, *id, policy) {
+                    on_this_member = 0;
+                    continue;
+                }
+                if decision == RetryDecision::FailoverServer {
+                    return Err(exhausted(error, &kinds));
+                }
+            }
+        } else if decision == RetryDecision::FailoverServer {
+            // Not in a group: there is nowhere else to go.
+            return Err(error);
+        }
+        policy.clock.sleep(policy.pause(jitter_fraction()));
+    }
+    Err(Error::new(ErrorKind::InvalidInput, "no attempt was made"))
+}
+
+/// Waits (bounded by `failover_delay`) for the active member to be another one.
+fn wait_for_failover(router: &dyn Router, from: u64, policy: &RetryPolicy) -> bool {
+    let clock = &policy.clock;
+    let deadline = crate::connection::deadline_after(clock.now(), policy.failover_delay);
+    loop {
+        if router.active_member().is_some_and(|(id, _)| id != from) {
+            return true;
+        }
+        if clock.now() >= deadline {
+            return false;
+        }
+        clock.sleep(FAILOVER_POLL);
+    }
+}
+
+/// The last error, saying how many attempts were made and why each failed.
+fn exhausted(last: Error, kinds: &[ErrorKind]) -> Error {
+    let detail = format!(
+        "gave up after {} attempts ({}); last: {}",
+        kinds.len(),
+        kinds
+            .iter()
+            .map(|k| format!("{k:?}"))
+            .collect::<Vec<_>>()
+            .join(", "),
+        last.detail()
+    );
+    last.with_detail(detail)
+}

@@ -1,0 +1,155 @@
+//! Availability groups against in-process fakes: hang, close, refuse and error storms
+//! move the group and it comes back; the breaker's fast path; pub/sub through a
+//! failover.
+
+mod support;
+
+use std::time::Duration;
+
+use resilient_redis::availability::{
+    ChangeReason, CircuitBreaker, Group, GroupEvent, GroupOptions, HealthCheck, Member,
+};
+use resilient_redis::prelude::*;
+use resilient_redis::testkit::FakeServer;
+use support::wait_until;
+
+const WAIT: Duration = Duration::from_secs(10);
+
+fn fakes() -> [FakeServer; 2] {
+    [FakeServer::start().unwrap(), FakeServer::start().unwrap()]
+}
+
+fn member(server: &FakeServer, name: &str, weight: u32) -> Member {
+    Member::new(format!(
+        "{}?syncTimeout=300&connectTimeout=300&reconnectMin=20&reconnectMax=100",
+        server.url()
+    ))
+    .with_name(name)
+    .with_weight(weight)
+}
+
+fn options() -> GroupOptions {
+    GroupOptions::default().health_check(HealthCheck {
+        interval: Duration::from_millis(100),
+        probe_count: 1,
+        probe_timeout: Duration::from_millis(200),
+        probe_interval: Duration::from_millis(20),
+        ..HealthCheck::default()
+    })
+}
+
+fn active(group: &Group) -> String {
+    group
+        .active()
+        .map(|m| m.name().to_string())
+        .unwrap_or_default()
+}
+
+fn group_of(servers: &[FakeServer; 2], options: GroupOptions) -> Group {
+    let g = Group::connect(
+        vec![member(&servers[0], "a", 2), member(&servers[1], "b", 1)],
+        options,
+    )
+    .unwrap();
+    assert_eq!(active(&g), "a");
+    g
+}
+
+#[test]
+fn a_hung_member_is_left_and_taken_back_when_it_answers_again() {
+    let servers = fakes();
+    let group = group_of(&servers, options());
+    servers[0].hang(true);
+    assert!(wait_until(WAIT, || active(&group) == "b"));
+    group.database().set("k", "on-b").unwrap();
+    servers[0].hang(false);
+    assert!(wait_until(WAIT, || active(&group) == "a"));
+}
+
+#[test]
+fn closed_and_refused_connections_move_the_group_and_it_comes_back() {
+    let servers = fakes();
+    let group = group_of(&servers, options());
+    servers[0].refuse_connections(true);
+    servers[0].close_all_connections();
+    assert!(wait_until(WAIT, || active(&group) == "b"));
+    assert!(!group.members()[0].is_connected());
+    servers[0].refuse_connections(false);
+    assert!(wait_until(WAIT, || active(&group) == "a"));
+}
+
+#[test]
+fn an_error_storm_trips_the_breaker_and_the_member_is_flagged_at_once() {
+    let servers = fakes();
+    let breaker = CircuitBreaker::builder()
+        .minimum_number_of_failures(20)
+        .failure_rate_threshold(10.0)
+        .build();
+    // Health checks far apart: only the breaker can move the group this fast.
+    let slow_checks = GroupOptions::default()
+        .health_check(HealthCheck {
+            interval: Duration::from_secs(60),
+            ..HealthCheck::default()
+        })
+        .circuit_breaker(breaker);
+    let group = group_of(&servers, slow_checks);
+    let events = group.events();
+    servers[0].fail_command("SET", "LOADING Redis is loading the dataset in memory");
+    let db = group.database();
+    for _ in 0..20 {
+        let _ = db.set("k", "v");
+    }
+    assert!(wait_until(WAIT, || active(&group) == "b"));
+    let reasons: Vec<ChangeReason> = events
+        .try_iter()
+        .filter_map(|e| match e {
+            GroupEvent::ActiveChanged { reason, .. } => Some(reason),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        reasons.first(),
+        Some(&ChangeReason::CircuitBreaker),
+        "{reasons:?}"
+    );
+    assert!(group.members()[0].is_unhealthy());
+    db.set("k", "v").unwrap();
+}
+
+#[test]
+fn application_errors_do_not_trip_the_breaker() {
+    let servers = fakes();
+    let breaker = CircuitBreaker::builder()
+        .minimum_number_of_failures(5)
+        .build();
+    let group = group_of(&servers, options().circuit_breaker(breaker));
+    let db = group.database();
+    db.cmd("LPUSH").arg("list").arg("x").exec().unwrap();
+    for _ in 0..50 {
+        assert!(db.get::<String>("list").is_err());
+    }
+    assert_eq!(active(&group), "a");
+    assert!(!group.members()[0].is_unhealthy());
+}
+
+#[test]
+fn pubsub_delivers_from_the_active_member_only_through_a_failover() {
+    let servers = fakes();
+    let group = group_of(&servers, options());
+    let sub = group.subscriber();
+    let s = sub.subscribe("news").unwrap();
+    sub.publish("news", "from-a").unwrap();
+    assert_eq!(s.recv_timeout(WAIT).unwrap().payload, b"from-a");
+    // Straight to the passive member: must not be delivered, now or later.
+    let direct_b = Client::connect(servers[1].url().as_str())
+        .unwrap()
+        .subscriber();
+    assert!(wait_until(WAIT, || direct_b
+        .publish("news", "stray")
+        .unwrap()
+        == 1));
+    servers[0].hang(true);
+    assert!(wait_until(WAIT, || active(&group) == "b"));
+    sub.publish("news", "from-b").unwrap();
+    assert_eq!(s.recv_timeout(WAIT).unwrap().payload, b"from-b");
+}
