@@ -99,14 +99,16 @@ impl Slot {
 
     /// Waits until completed or until `deadline()` passes. The deadline is re-read on
     /// every wake-up so a relaxed timeout that starts while we wait extends the wait.
-    pub(crate) fn wait(&self, mut deadline: impl FnMut() -> Instant) -> Waited {
-        // A short spin catches replies that arrive within a few microseconds without
-        // paying for a park/unpark pair (measured: it is what a loopback round trip takes).
-        for _ in 0..SPIN_ROUNDS {
-            if self.state.load(Ordering::Acquire) == DONE {
-                return self.take_ready();
+    pub(crate) fn wait(&self, spin: bool, mut deadline: impl FnMut() -> Instant) -> Waited {
+        // A short spin catches a reply that is already on its way without paying for
+        // a park/unpark pair; only worth it for a caller alone on the connection.
+        if spin {
+            for _ in 0..SPIN_ROUNDS {
+                if self.state.load(Ordering::Acquire) == DONE {
+                    return self.take_ready();
+                }
+                std::hint::spin_loop();
             }
-            std::hint::spin_loop();
         }
         loop {
             if self.state.load(Ordering::Acquire) == DONE {
@@ -146,7 +148,7 @@ mod tests {
         let s2 = slot.clone();
         let t = thread::spawn(move || s2.complete(Outcome::One(Value::Int(7))));
         let deadline = Instant::now() + Duration::from_secs(10);
-        match slot.wait(|| deadline) {
+        match slot.wait(true, || deadline) {
             Waited::Ready(Outcome::One(Value::Int(7))) => {}
             _ => panic!("expected the reply"),
         }
@@ -157,7 +159,7 @@ mod tests {
     fn a_reply_after_abandon_is_dropped() {
         let slot = Slot::for_current_thread();
         let past = Instant::now();
-        assert!(matches!(slot.wait(|| past), Waited::TimedOut));
+        assert!(matches!(slot.wait(true, || past), Waited::TimedOut));
         slot.complete(Outcome::One(Value::Int(1)));
         assert!(slot.try_take().is_none());
     }
