@@ -37,6 +37,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub use decide::LagOutcome;
+#[cfg(feature = "testkit")]
+pub(crate) use http::base64;
 pub use options::{
     CertificatePins, ClientCertificate, CredentialsFn, LagAwareOptions, LagCheckMode,
     RestCredentials, RestTrust,
