@@ -114,11 +114,21 @@ impl FakeRestApiBuilder {
 
     /// Mints the certificate, binds 127.0.0.1 on ephemeral ports and starts serving.
     pub fn start(self) -> io::Result<FakeRestApi> {
-        let minted = rcgen::generate_simple_self_signed(vec![
-            "localhost".to_string(),
-            "127.0.0.1".to_string(),
-        ])
-        .map_err(io::Error::other)?;
+        let listener = TcpListener::bind(("127.0.0.1", 0))?;
+        let redirect = TcpListener::bind(("127.0.0.1", 0))?;
+        let (addr, redirect_addr) = (listener.local_addr()?, redirect.local_addr()?);
+        // Self-signed, like port 9443 of a cluster, with a name of its own: two fakes
+        // sharing one subject would look like issuers of each other's certificates.
+        let mut params =
+            rcgen::CertificateParams::new(vec!["localhost".to_string(), "127.0.0.1".to_string()])
+                .map_err(io::Error::other)?;
+        params.distinguished_name.push(
+            rcgen::DnType::CommonName,
+            format!("fake Redis Enterprise cluster {addr}"),
+        );
+        let signing_key = rcgen::KeyPair::generate().map_err(io::Error::other)?;
+        let cert = params.self_signed(&signing_key).map_err(io::Error::other)?;
+        let minted = rcgen::CertifiedKey { cert, signing_key };
         let cert_der = minted.cert.der().to_vec();
         let key =
             PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(minted.signing_key.serialize_der()));
@@ -144,9 +154,6 @@ impl FakeRestApiBuilder {
         let tls = builder
             .with_single_cert(vec![CertificateDer::from(cert_der.clone())], key)
             .map_err(io::Error::other)?;
-        let listener = TcpListener::bind(("127.0.0.1", 0))?;
-        let redirect = TcpListener::bind(("127.0.0.1", 0))?;
-        let (addr, redirect_addr) = (listener.local_addr()?, redirect.local_addr()?);
         let shared = Arc::new(Shared {
             api: ApiState {
                 credentials: Mutex::new((self.user, self.password)),
