@@ -295,3 +295,47 @@ fn without_a_failback_check_nothing_changes_and_no_failback_probe_runs() {
     assert!(!a.is_provisional() && a.failback_result().is_none());
     assert!(ra.api.requests().is_empty() && rb.api.requests().is_empty());
 }
+
+#[test]
+fn at_start_a_lighter_member_answering_first_does_not_pull_traffic_off_the_best_one() {
+    let (ra, rb) = (region(), region());
+    // a's cluster answers slowly (its three first questions well within the probe
+    // timeout), b's at once.
+    ra.api.set_delay(Duration::from_millis(150));
+    let group = Group::connect(vec![member(&ra, "a", 2), member(&rb, "b", 1)], options()).unwrap();
+    let events = group.events();
+    let (a, b) = (by_name(&group, "a"), by_name(&group, "b"));
+    assert!(wait_until(WAIT, || b.failback_result() == Some(ProbeResult::Healthy)));
+    assert_eq!(
+        active(&group),
+        "a",
+        "kept while its own first verdict is under way"
+    );
+    assert!(a.is_provisional());
+    assert!(wait_until(WAIT, || a.failback_result().is_some()));
+    assert_eq!(a.failback_result(), Some(ProbeResult::Healthy));
+    // The verdict is recorded first; the re-selection that follows clears the flag.
+    assert!(wait_until(WAIT, || !a.is_provisional()));
+    assert_eq!(active(&group), "a");
+    assert!(!events
+        .try_iter()
+        .any(|e| matches!(e, GroupEvent::ActiveChanged { .. })));
+}
+
+#[test]
+fn a_manual_failover_stands_in_for_a_passed_failback_check() {
+    let (ra, rb) = (region(), region());
+    rb.api.set_lagging(rb.uid, true);
+    let group = Group::connect(vec![member(&ra, "a", 2), member(&rb, "b", 1)], options()).unwrap();
+    let (a, b) = (by_name(&group, "a"), by_name(&group, "b"));
+    assert!(wait_until(WAIT, || !a.is_provisional()
+        && b.failback_result() == Some(ProbeResult::Unhealthy)));
+    assert!(group.try_failover_to(Some(&b)));
+    assert_eq!(active(&group), "b");
+    assert!(
+        !b.is_provisional(),
+        "the operator's choice is not provisional"
+    );
+    assert!(group.try_failover_to(None));
+    assert!(wait_until(WAIT, || active(&group) == "a"));
+}

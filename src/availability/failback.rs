@@ -123,16 +123,27 @@ pub(crate) fn any_check(options: &GroupOptions, members: &[Member]) -> bool {
     options.failback_check.is_some() || members.iter().any(|m| m.inner.failback_check.is_some())
 }
 
-/// Whether `member` may take traffic by its failback check. The active member that is
-/// not provisional always may: the check never evicts it.
-pub(crate) fn eligible(
-    options: &GroupOptions,
-    member: &Member,
-    ordinary_active: Option<&Member>,
-) -> bool {
-    check_for(options, member).is_none()
-        || ordinary_active == Some(member)
-        || member.inner.failback.eligible()
+/// The active member when it counts as eligible whatever its verdict: an ordinary one
+/// (the check never evicts it), or a provisional one whose first verdict since it
+/// started serving is still under way (bounded by the check's probe timeout).
+///
+/// The second is the one refinement of "leave a provisional member as soon as an
+/// eligible one exists": at start nobody has been asked, the best live member serves
+/// provisionally, and verdicts arrive in any order; without it the group moved to a
+/// lighter member that answered first and back 0.4 s later (seen in the example).
+/// Once its own verdict is in and is not Healthy, an eligible member takes over at once.
+pub(crate) fn kept(current: Option<&Member>) -> Option<&Member> {
+    current.filter(|c| !c.is_provisional() || c.failback_result().is_none())
+}
+
+/// Whether the kept member is kept only while its first verdict is pending.
+pub(crate) fn pending(kept: Option<&Member>) -> bool {
+    kept.is_some_and(Member::is_provisional)
+}
+
+/// Whether `member` may take traffic by its failback check (see [`kept`]).
+pub(crate) fn eligible(options: &GroupOptions, member: &Member, kept: Option<&Member>) -> bool {
+    check_for(options, member).is_none() || kept == Some(member) || member.inner.failback.eligible()
 }
 
 /// After a selection: verdicts that no longer count are forgotten and the provisional

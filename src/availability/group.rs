@@ -400,12 +400,12 @@ impl GroupInner {
         let current = self.active();
         // Only when some member has a failback check does eligibility enter in.
         let gated = failback::any_check(&self.options, &members);
-        let ordinary = current.as_ref().filter(|c| !c.is_provisional());
+        let kept = failback::kept(current.as_ref());
         let live = |m: &Member| m.is_connected() && !m.is_unhealthy();
         let mut candidates: Vec<Candidate> = members
             .iter()
             .map(|m| Candidate {
-                available: live(m) && (!gated || failback::eligible(&self.options, m, ordinary)),
+                available: live(m) && (!gated || failback::eligible(&self.options, m, kept)),
                 weight: m.weight(),
                 latency: m.latency(),
             })
@@ -413,7 +413,9 @@ impl GroupInner {
         let index_of =
             |m: &Option<Member>| m.as_ref().and_then(|m| members.iter().position(|x| x == m));
         let mut chosen = select(&candidates, index_of(&current), index_of(&preferred));
-        let mut provisional = false;
+        // Kept while its own first verdict is under way: still provisional.
+        let mut provisional =
+            chosen.is_some() && chosen == index_of(&current) && failback::pending(kept);
         if chosen.is_none() && gated {
             // The liveness fallback: nobody eligible, serve from the best live member.
             for (c, m) in candidates.iter_mut().zip(&members) {
