@@ -9,11 +9,11 @@ use std::time::Duration;
 
 use crossbeam_channel::Receiver;
 use resilient_redis::availability::{
-    ChangeReason, Group, GroupEvent, GroupOptions, HealthCheck, LagAwareOptions, Member,
-    ProbeResult, RestCredentials,
+    ChangeReason, Group, GroupEvent, GroupOptions, HealthCheck, LagAwareOptions, Member, Probe,
+    ProbeResult, ProbeScope, ProbeTarget, RestCredentials,
 };
 use resilient_redis::prelude::*;
-use resilient_redis::testkit::{FakeRestApi, FakeServer};
+use resilient_redis::testkit::{FakeCluster, FakeRestApi, FakeServer};
 use support::wait_until;
 
 const WAIT: Duration = Duration::from_secs(10);
@@ -338,4 +338,46 @@ fn a_manual_failover_stands_in_for_a_passed_failback_check() {
     );
     assert!(group.try_failover_to(None));
     assert!(wait_until(WAIT, || active(&group) == "a"));
+}
+
+/// Records which server each probe was aimed at.
+#[derive(Debug, Default)]
+struct Recording(parking_lot::Mutex<Vec<u16>>);
+
+impl Probe for Recording {
+    fn probe(&self, target: &ProbeTarget<'_>, _: Duration) -> ProbeResult {
+        self.0.lock().push(target.endpoint().port);
+        ProbeResult::Healthy
+    }
+}
+
+#[test]
+fn a_probe_runs_once_per_serving_master_or_once_per_member_as_its_scope_says() {
+    let cluster = FakeCluster::start(3).unwrap();
+    let ports: Vec<u16> = cluster.nodes().iter().map(FakeServer::port).collect();
+    let seed = ports[0];
+    for (scope, expect_all) in [(ProbeScope::Endpoint, true), (ProbeScope::Member, false)] {
+        let seen = std::sync::Arc::new(Recording::default());
+        let check = HealthCheck {
+            interval: Duration::from_millis(50),
+            probe_count: 1,
+            probe: seen.clone(),
+            scope,
+            ..HealthCheck::default()
+        };
+        let member =
+            Member::new(format!("{}?syncTimeout=500", cluster.url())).with_health_check(check);
+        let group = Group::connect(vec![member], GroupOptions::default()).unwrap();
+        assert!(wait_until(WAIT, || {
+            let s = seen.0.lock();
+            s.len() >= 9 && (!expect_all || ports.iter().all(|p| s.contains(p)))
+        }));
+        if !expect_all {
+            assert!(
+                seen.0.lock().iter().all(|p| *p == seed),
+                "{scope:?}: the seed only"
+            );
+        }
+        group.close();
+    }
 }

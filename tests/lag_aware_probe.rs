@@ -372,6 +372,26 @@ fn log_lines_say_exactly_why_and_never_hold_a_secret() {
             .any(|l| l.starts_with("WARN") && l.ends_with(&line)),
         "{line}\n{logs:#?}"
     );
+    // Once per change: the same outcome again is logged at debug level only.
+    let probe = LagAware::new(
+        LagAwareOptions::new(|| Some(RestCredentials::new("admin@cluster.local", "x")))
+            .rest_endpoint(api.url())
+            .trust_issuer_pem(api.certificate_pem().as_bytes())
+            .unwrap(),
+    );
+    // An endpoint no other test uses (the 401 comes before discovery), so the count
+    // is not disturbed by tests running beside this one.
+    let lonely = Endpoint::new("redis-7777.once.local", 7777);
+    for _ in 0..3 {
+        probe.check_endpoint(&lonely, TIMEOUT);
+    }
+    let warnings = LOGS
+        .lock()
+        .iter()
+        .filter(|l| l.starts_with("WARN") && l.contains("redis-7777.once.local"))
+        .count();
+    assert_eq!(warnings, 1);
+    let logs = LOGS.lock().clone();
     let encoded = base64(b"admin@cluster.local:Very-Secret-Password-wrong");
     for l in &logs {
         assert!(

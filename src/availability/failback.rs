@@ -12,7 +12,9 @@
 //! the link breaks), the group still serves from the best live member, *provisionally*:
 //! it leaves that member for an eligible one as soon as one exists, whatever the
 //! weights, and the member becomes ordinary once it passes its own check. Without it,
-//! a partition would be an outage.
+//! a partition would be an outage. One refinement: a provisional member is kept until
+//! its own first verdict is in (see [`kept`]), so that at start, when nobody has been
+//! asked yet, traffic does not go to whichever member answers first and come back.
 //!
 //! Owns: the verdicts and the provisional flag of each member, and running the checks
 //! on probe threads. Must never: run a check on the supervisor loop or a connection's

@@ -88,6 +88,8 @@ pub(crate) fn run_check(
     let primary = deployment.primary()?;
     let nodes = match (check.scope, deployment.cluster()) {
         (ProbeScope::Endpoint, Some(state)) => {
+            // The serving masters, read off the slot map on this probe thread (16384
+            // lookups, well under a millisecond, once per check).
             let mut masters: Vec<Endpoint> = Vec::new();
             for slot in 0..crate::client::cluster::SLOT_COUNT {
                 if let Some(m) = state.master_for(slot) {

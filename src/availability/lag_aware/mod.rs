@@ -32,9 +32,12 @@ mod options;
 mod tests;
 mod trust;
 
+use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
+
+use parking_lot::Mutex;
 
 pub use decide::LagOutcome;
 #[cfg(feature = "testkit")]
@@ -65,6 +68,9 @@ pub struct LagAware {
     options: LagAwareOptions,
     rest: Result<Box<dyn Rest + Send + Sync>, String>,
     cache: Cache,
+    /// The last outcome per endpoint, so a management plane that stays down logs one
+    /// warning per change rather than one every interval for hours.
+    last: Mutex<HashMap<String, LagOutcome>>,
 }
 
 impl fmt::Debug for LagAware {
@@ -84,6 +90,7 @@ impl LagAware {
             options,
             rest,
             cache: Cache::default(),
+            last: Mutex::new(HashMap::new()),
         }
     }
 
@@ -93,14 +100,25 @@ impl LagAware {
     }
 
     /// Asks once about the database at `endpoint`, within `timeout` in all, and says
-    /// what it found; the same line is logged (warning when Inconclusive).
+    /// what it found. The same words are logged: a warning when Inconclusive (debug
+    /// when repeating the previous outcome for this endpoint), info when Unhealthy.
     pub fn check_endpoint(&self, endpoint: &Endpoint, timeout: Duration) -> LagOutcome {
         let outcome = self.ask(endpoint, timeout);
+        let repeated = {
+            let mut last = self.last.lock();
+            last.insert(endpoint.to_string(), outcome.clone()).as_ref() == Some(&outcome)
+        };
         match outcome.result() {
             ProbeResult::Healthy => log::debug!("lag-aware probe of {endpoint}: {outcome}"),
-            ProbeResult::Unhealthy => log::info!("lag-aware probe of {endpoint}: {outcome}"),
-            ProbeResult::Inconclusive => {
+            ProbeResult::Unhealthy if !repeated => {
+                log::info!("lag-aware probe of {endpoint}: {outcome}")
+            }
+            ProbeResult::Inconclusive if !repeated => {
                 log::warn!("lag-aware probe of {endpoint}: inconclusive: {outcome}")
+            }
+            ProbeResult::Unhealthy => log::debug!("lag-aware probe of {endpoint}: {outcome}"),
+            ProbeResult::Inconclusive => {
+                log::debug!("lag-aware probe of {endpoint}: inconclusive: {outcome}")
             }
         }
         outcome

@@ -137,7 +137,13 @@ impl CertificatePins {
     }
 }
 
-/// A client certificate for mutual TLS to the REST API.
+/// A client certificate for mutual TLS to the REST API, from PEM.
+///
+/// PKCS#12 (`.p12`/`.pfx`) is not read. The one maintained pure-Rust reader
+/// (`p12-keystore` 0.4) depends on pre-release RustCrypto crates (`cms` 0.3.0-pre,
+/// `pkcs12` 0.2.0-pre) and a dozen more, plus RC2/3DES for older files: a large,
+/// unsettled dependency for every user of the crate, for a format one `openssl`
+/// command turns into PEM (`openssl pkcs12 -in client.p12 -out client.pem -nodes`).
 #[derive(Debug)]
 pub struct ClientCertificate {
     pub(crate) chain: Vec<CertificateDer<'static>>,
