@@ -246,6 +246,21 @@ fn a_slow_management_plane_is_inconclusive_by_the_deadline() {
 }
 
 #[test]
+fn a_server_that_never_finishes_the_handshake_is_inconclusive_by_the_deadline() {
+    let (api, _) = api();
+    // The redirect target accepts connections and never says a word.
+    let mute = trusting(&api).rest_endpoint(api.redirect_target());
+    let started = Instant::now();
+    let outcome = LagAware::new(mute).check_endpoint(&db(), Duration::from_millis(300));
+    starts(&outcome, "timeout:");
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
+#[test]
 fn a_redirect_is_reported_with_its_target_and_never_followed() {
     let (api, _) = api();
     api.redirect_to_unreachable(true);
