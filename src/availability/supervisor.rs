@@ -79,6 +79,12 @@ fn pass(group: &GroupInner, states: &mut HashMap<u64, MemberState>) -> Duration 
             state.connected = connected;
             group.bump();
             let was_active = group.active().as_ref() == Some(member);
+            if !connected {
+                // Losing the connection is a failure: it starts the failback delay, so
+                // a member that keeps dropping does not get traffic back at every
+                // reconnect.
+                group.member_failed(member, ChangeReason::HealthCheck);
+            }
             reason = Some(if !connected && was_active {
                 ChangeReason::HealthCheck
             } else {
