@@ -85,11 +85,11 @@ fn pass(group: &GroupInner, states: &mut HashMap<u64, MemberState>) -> Duration 
                 // reconnect.
                 group.member_failed(member, ChangeReason::HealthCheck);
             }
-            reason = Some(if !connected && was_active {
-                ChangeReason::HealthCheck
-            } else {
-                ChangeReason::Failback
-            });
+            if !connected && was_active {
+                reason = Some(ChangeReason::HealthCheck);
+            } else if reason.is_none() {
+                reason = Some(ChangeReason::Failback);
+            }
         }
         collect(group, member, state);
         let check = member
@@ -108,8 +108,10 @@ fn pass(group: &GroupInner, states: &mut HashMap<u64, MemberState>) -> Duration 
             );
         }
         let (changed, next) = failback::step(group, member, &mut state.failback, now);
-        if changed {
-            reason.get_or_insert(ChangeReason::FailbackCheck);
+        if changed && reason != Some(ChangeReason::HealthCheck) {
+            // A failback verdict is a more specific cause than a member (re)connecting
+            // in the same pass; losing the active member stays the headline.
+            reason = Some(ChangeReason::FailbackCheck);
         }
         if let Some(next) = next {
             wait = wait.min(next.max(Duration::from_millis(1)));
