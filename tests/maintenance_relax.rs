@@ -96,6 +96,7 @@ fn a_caller_already_waiting_extends_its_wait() {
     assert!(took >= Duration::from_millis(1400), "{took:?}");
     expect_event(&events, NotificationKind::FailingOver);
     // The interactive connection's copy came later: acted on once, raised once.
+    server.delay_replies(None);
     db.ping().unwrap();
     assert!(drain_maintenance(&events).is_empty());
 }
@@ -138,7 +139,11 @@ fn the_backstop_ends_a_window_nothing_closes_without_a_tail() {
 #[test]
 fn moving_relaxes_an_idle_connection_and_a_killed_one_is_reported_promptly() {
     let server = FakeServer::start().unwrap();
-    let client = connect(&server, "syncTimeout=300&maintRelaxedTimeout=3600");
+    // connectTimeout short: the reconnect's handshake meets the delayed replies.
+    let client = connect(
+        &server,
+        "syncTimeout=300&connectTimeout=500&maintRelaxedTimeout=3600",
+    );
     let events = client.events();
     let db = client.database();
     server.notify(Notification::moving(3600));
@@ -157,6 +162,7 @@ fn moving_relaxes_an_idle_connection_and_a_killed_one_is_reported_promptly() {
     assert!(server.wait_for(|s| s.commands_received("GET") >= 1, SOON));
     server.close_all_connections();
     let (got, took) = waiting.join().unwrap();
+    server.delay_replies(None);
     let e = got.unwrap_err();
     assert!(
         took < Duration::from_secs(5),

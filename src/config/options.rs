@@ -65,15 +65,20 @@ pub enum Protocol {
     Resp3,
 }
 
-/// Whether to opt in to maintenance notifications (see the maintenance guide).
+/// Whether to opt in to maintenance notifications (see [`crate::maintenance`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum MaintNotifications {
-    /// Never ask (the default).
+    /// Never ask (the default: most servers have never heard of the subcommand).
     #[default]
     Disabled,
-    /// Ask; a refusal is absorbed and the connection works without them.
+    /// Ask on every connection; a refusal (or a server that cannot speak RESP3) is
+    /// absorbed, logged once per endpoint at debug level, and the connection works
+    /// without them, for its whole life.
     Auto,
-    /// Required: a connection that cannot get them is refused.
+    /// **Required**, not merely "on": a connection is refused, with an error saying
+    /// why, when the server refuses the subcommand, answers `HELLO 3` in RESP2, or the
+    /// configuration cannot ask (`protocol=resp2`). On Redis Enterprise a cluster-level
+    /// flag decides whether the subcommand exists at all.
     Enabled,
 }
 
