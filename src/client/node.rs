@@ -167,7 +167,7 @@ impl Node {
                 "not connected (backlog=failfast)",
             )
             .with_endpoint(self.endpoint.to_string())
-            .with_maintenance(options_maintenance(self)));
+            .with_maintenance(maintenance_in_force(self)));
         }
         let waiting = self.backlog_waiting.fetch_add(1, Ordering::AcqRel) + 1;
         let _count = Decrement(&self.backlog_waiting);
@@ -193,7 +193,7 @@ impl Node {
                 )
                 .with_endpoint(self.endpoint.to_string())
                 .with_failure(FailureKind::SocketClosed)
-                .with_maintenance(options_maintenance(self)));
+                .with_maintenance(maintenance_in_force(self)));
             }
         }
         Ok(())
@@ -265,7 +265,7 @@ pub(crate) fn subscribe_frames(keys: &[Key], subscribe: bool) -> Vec<u8> {
 }
 
 /// The announced maintenance in force on `node`'s server, for its errors.
-fn options_maintenance(node: &Node) -> crate::error::MaintenanceKind {
+fn maintenance_in_force(node: &Node) -> crate::error::MaintenanceKind {
     node.interactive.config.timeouts.maintenance()
 }
 
