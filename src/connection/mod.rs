@@ -66,6 +66,9 @@ pub(crate) struct ConnectionInfo {
     pub protocol: Protocol,
     /// `mode` from the server's HELLO reply (`standalone`, `cluster`); RESP2: unknown.
     pub server_mode: Option<String>,
+    /// Whether this connection opted in to maintenance notifications (RESP3 and the
+    /// server's `+OK`); decided again on every connection, so re-armed on reconnect.
+    pub maint_notifications: bool,
 }
 
 /// A request waiting for its replies.
@@ -75,6 +78,9 @@ pub(crate) struct Pending {
     sent_ms: u64,
     timeout: Duration,
     caller_work: bool,
+    /// Whether the dead-connection check may use the relaxed timeout for it: never for
+    /// heartbeats, so a server that dies during maintenance is still noticed.
+    relaxable: bool,
 }
 
 struct Outgoing {
@@ -121,14 +127,17 @@ impl Connection {
         let with_endpoint = |e: Error| e.with_endpoint(endpoint_text.clone());
         let stream = transport::connect_tcp(&cfg.endpoint, cfg.options.connect_timeout)
             .map_err(with_endpoint)?;
+        // For the `moving-endpoint-type` detection (internal or external peer).
+        let peer = stream.peer_addr().ok().map(|a| a.ip());
         let left = deadline.saturating_duration_since(Instant::now());
         let mut transport = Transport::establish(stream, cfg.tls.as_deref(), left.max(ms(1)))
             .map_err(with_endpoint)?;
         let mut decoder = Decoder::new();
-        let hs = handshake::run(&mut transport, &mut decoder, cfg, deadline).map_err(|e| {
-            transport.shutdown.shutdown();
-            with_endpoint(e)
-        })?;
+        let hs =
+            handshake::run(&mut transport, &mut decoder, cfg, deadline, peer).map_err(|e| {
+                transport.shutdown.shutdown();
+                with_endpoint(e)
+            })?;
         let info = ConnectionInfo {
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             endpoint: cfg.endpoint.clone(),
@@ -141,6 +150,7 @@ impl Connection {
                     })
                     .flatten()
             }),
+            maint_notifications: hs.maint_notifications,
         };
         let Transport {
             read,
@@ -207,7 +217,7 @@ impl Connection {
         let start = Instant::now();
         let slot = Arc::new(Slot::for_current_thread());
         let alone = self
-            .submit(frame, replies, timeout, caller_work, slot.clone())
+            .submit(frame, replies, timeout, caller_work, true, slot.clone())
             .map_err(RequestError::Unsent)?;
         let timeouts = &self.shared.timeouts;
         // Spinning only pays when we are alone: with others in flight it burns the
@@ -274,10 +284,11 @@ impl Connection {
     }
 
     /// Queues a request whose reply nobody waits for by blocking (heartbeats): the slot
-    /// can be polled, and the dead-connection check watches it like any other.
+    /// can be polled, and the dead-connection check watches it with its own timeout,
+    /// never relaxed.
     pub(crate) fn request_detached(&self, frame: &[u8], timeout: Duration) -> Result<Arc<Slot>> {
         let slot = Arc::new(Slot::for_current_thread());
-        self.submit(frame, 1, timeout, false, slot.clone())?;
+        self.submit(frame, 1, timeout, false, false, slot.clone())?;
         Ok(slot)
     }
 
@@ -288,6 +299,7 @@ impl Connection {
         replies: usize,
         timeout: Duration,
         caller_work: bool,
+        relaxable: bool,
         slot: Arc<Slot>,
     ) -> Result<bool> {
         let shared = &self.shared;
@@ -297,6 +309,7 @@ impl Connection {
             sent_ms: shared.now_ms(),
             timeout,
             caller_work,
+            relaxable,
         };
         let mut out = shared.out.lock();
         if out.closed {
@@ -365,6 +378,11 @@ impl Connection {
         &self.shared.info
     }
 
+    /// Whether this connection opted in to maintenance notifications.
+    pub(crate) fn maint_notifications(&self) -> bool {
+        self.shared.info.maint_notifications
+    }
+
     /// Caller requests in flight (probes, heartbeats and handshakes excluded).
     pub(crate) fn caller_inflight(&self) -> usize {
         self.shared.caller_inflight.load(Ordering::Relaxed)
@@ -385,15 +403,21 @@ impl Connection {
     }
 
     /// Whether the connection stopped answering: the oldest request's timeout (as it
-    /// applies now, relaxed or not) has passed with nothing read since it was sent.
+    /// applies now, relaxed or not; a heartbeat's never relaxed) has passed with
+    /// nothing read since it was sent.
     pub(crate) fn is_unresponsive(&self, grace: Duration) -> bool {
         let s = &self.shared;
-        let (sent, timeout) = match s.pending.lock().front() {
-            Some(p) => (p.sent_ms, p.timeout),
+        let (sent, timeout, relaxable) = match s.pending.lock().front() {
+            Some(p) => (p.sent_ms, p.timeout, p.relaxable),
             None => return false,
         };
         let now = s.now_ms();
-        let limit = s.timeouts.effective(timeout).saturating_add(grace);
+        let timeout = if relaxable {
+            s.timeouts.effective(timeout)
+        } else {
+            timeout
+        };
+        let limit = timeout.saturating_add(grace);
         now.saturating_sub(sent) > u64::try_from(limit.as_millis()).unwrap_or(u64::MAX)
             && s.last_read_ms.load(Ordering::Relaxed) <= sent
     }
