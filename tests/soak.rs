@@ -1,0 +1,1211 @@
+//! Chaos soak: three real `redis-server`s in an availability group, 16 threads of mixed
+//! traffic, and a seeded fault schedule that kills, stops (SIGSTOP), resumes and
+//! restarts members under them. Alone in its own test binary, so the thread count it
+//! checks at the end is its own.
+//!
+//! Parameters (environment): `SOAK_SECONDS` (chaos duration, default 40), `SOAK_SEED`
+//! (default: fixed, so CI runs the same schedule; the seed is printed, and a failing
+//! run is replayed with it). `SOAK_SUMMARY=path` also writes the summary to a file.
+//! Run long by hand: `SOAK_SECONDS=1800 cargo test --release --test soak -- --nocapture`.
+//!
+//! # Invariants, and how each is checked
+//!
+//! * **Every reply belongs to its request.** Every value written encodes its key
+//!   (`soak:<thread>:<kind>:<seq>=<nonce>`, the nonce a hash of seed, thread and
+//!   sequence), and keys are per thread and written once, so a read has exactly one
+//!   right answer (or none, if the member serving it never saw the write). `ECHO`
+//!   tokens, batch replies (a `GET` pipelined behind its own `SET` must return that
+//!   value), transaction reads, pub/sub payloads (which name their channel and a
+//!   sequence already published) and `INFO` in a transaction (whose port must be a
+//!   member's) are all checked. Anything else is a mismatch: must be 0.
+//! * **No caller waits past its timeout plus a stated slack.** Every call is timed
+//!   against its budget: `round trips x TIMEOUT + SLACK` (a `watch` is a lease that
+//!   may connect, WATCH, GET, MULTI/EXEC and on failure UNWATCH: 5 x). Late calls: 0.
+//! * **No acknowledged write is missing from the member that acknowledged it while
+//!   that member stayed up.** The group's `active()` at ack time is only a hint (it can
+//!   change between the send and the reply), so the check does not use it:
+//!   - *attributed writes* go in a `MULTI`/`EXEC` with `INFO server`: the reply names
+//!     the port and `run_id` of the very process that executed the write (a restarted
+//!     server gets a new `run_id`). After the run each surviving member is read
+//!     directly with its own client; if its `run_id` is still the one that
+//!     acknowledged, the key must be there with its value. If that process has died
+//!     since, the write is counted as unverifiable, not as lost.
+//!   - *plain writes* (`SET`, and the `SET` of a batch) cannot name their executor, so
+//!     each is checked against every member *incarnation* (process life, recorded by
+//!     the fault thread: start before spawn, end after the kill is reaped) alive at any
+//!     point between its send and its ack. Values are unique and written once, so
+//!     finding the value on a survivor proves its executor kept it (verified); not
+//!     finding it is a loss if every one of those incarnations is still alive, and
+//!     unverifiable if one of them has died since (it may have been the acker).
+//!   - the per-thread counter updated by `Database::watch` read-modify-writes only
+//!     grows on a given process, so each surviving process must hold at least the
+//!     highest value it acknowledged (again attributed by `run_id`).
+//!
+//!   A key found with a value other than its own is a mismatch.
+//! * **Memory bounded.** VmRSS (`/proc/self/status`) is sampled every 100 ms. After a
+//!   warm-up (the first 10% of the chaos, at most 5 s) the peak must stay under the
+//!   warm-up RSS + the bytes the soak itself keeps for verification + `RSS_MARGIN`.
+//! * **Every thread ends on close.** After `Group::close` and dropping every handle, no
+//!   `rr-*` thread may remain (`/proc/self/task/*/comm`); the verification clients are
+//!   closed and counted the same way.
+//!
+//! Maintenance notifications are not injected yet: see [`inject_maintenance`].
+
+mod support;
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt::Write as _;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use resilient_redis::availability::{Group, GroupOptions, GroupSubscription, HealthCheck, Member};
+use resilient_redis::prelude::*;
+use resilient_redis::{Error, ErrorKind};
+use support::{threads_named, wait_until, RedisServer};
+
+/// Worker threads of mixed traffic.
+const THREADS: usize = 16;
+/// `syncTimeout` and `connectTimeout` of every member.
+const TIMEOUT: Duration = Duration::from_millis(500);
+/// How far past its budget a call may return before it counts as late: scheduling on
+/// a loaded 2-core machine (16 workers, ~50 client threads, three servers).
+const SLACK: Duration = Duration::from_millis(500);
+/// Allowed RSS growth past the warm-up, beyond the soak's own bookkeeping.
+const RSS_MARGIN: u64 = 64 * 1024 * 1024;
+/// The fault schedule keeps at least one member untouched (stopped + killed ≤ 2).
+const MAX_FAULTED: usize = 2;
+
+// ---------------------------------------------------------------------------------
+// Deterministic randomness (no dependency): xorshift64* seeded through splitmix64.
+
+struct XorShift(u64);
+
+impl XorShift {
+    fn new(seed: u64) -> XorShift {
+        XorShift(splitmix(seed) | 1)
+    }
+
+    fn next(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.0 = x;
+        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    /// Uniform in `0..n` (n > 0).
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+
+    fn millis(&mut self, from: u64, to: u64) -> Duration {
+        Duration::from_millis(from + self.below(to - from + 1))
+    }
+}
+
+fn splitmix(mut z: u64) -> u64 {
+    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+// ---------------------------------------------------------------------------------
+// Keys and values.
+
+/// `soak:<t>:<kind>:<seq>`; kinds: `w` plain write, `b` batch write, `a` attributed
+/// write (in a transaction), `e` echo token.
+fn key(t: usize, kind: char, seq: u32) -> String {
+    format!("soak:{t}:{kind}:{seq}")
+}
+
+/// The one value `key` is ever written with.
+fn value_of(seed: u64, t: usize, kind: char, seq: u32) -> String {
+    let nonce = splitmix(seed ^ ((t as u64) << 40) ^ ((kind as u64) << 32) ^ u64::from(seq));
+    format!("{}={nonce:016x}", key(t, kind, seq))
+}
+
+fn counter_key(t: usize) -> String {
+    format!("soak:{t}:ctr")
+}
+
+fn channel(t: usize) -> String {
+    format!("soak:{t}:ch")
+}
+
+// ---------------------------------------------------------------------------------
+// Shared state.
+
+/// Milliseconds since the soak started (floor).
+fn ms_since(t0: Instant) -> u32 {
+    u32::try_from(t0.elapsed().as_millis()).unwrap_or(u32::MAX)
+}
+
+/// One process life of a member: `[start, end]` in ms since the start (start taken
+/// before the spawn, end after the kill was reaped, so the interval covers the
+/// process's whole life).
+#[derive(Clone, Copy, Debug)]
+struct Life {
+    start: u32,
+    end: Option<u32>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum State {
+    Running,
+    Stopped,
+    Killed,
+}
+
+#[derive(Default)]
+struct Counters {
+    ops: AtomicU64,
+    ok: AtomicU64,
+    failed: AtomicU64,
+    mismatches: AtomicU64,
+    late: AtomicU64,
+    unexpected: AtomicU64,
+    /// Largest (elapsed - budget) seen, in µs, also when within the slack.
+    worst_over_us: AtomicU64,
+    read_hits: AtomicU64,
+    read_misses: AtomicU64,
+    published: AtomicU64,
+    delivered: AtomicU64,
+    commits: AtomicU64,
+    watch_conflicts: AtomicU64,
+}
+
+struct Shared {
+    seed: u64,
+    t0: Instant,
+    stop: AtomicBool,
+    counters: Counters,
+    ops_by_kind: Mutex<BTreeMap<&'static str, u64>>,
+    errors_by_kind: Mutex<BTreeMap<String, u64>>,
+    /// First few problems, for the failure message.
+    problems: Mutex<Vec<String>>,
+    ports: Vec<u16>,
+}
+
+impl Shared {
+    fn problem(&self, what: String) {
+        let mut p = self.problems.lock().unwrap();
+        if p.len() < 30 {
+            p.push(what);
+        }
+    }
+
+    fn mismatch(&self, what: String) {
+        self.counters.mismatches.fetch_add(1, Ordering::Relaxed);
+        self.problem(format!("MISMATCH {what}"));
+    }
+
+    fn unexpected(&self, what: String) {
+        self.counters.unexpected.fetch_add(1, Ordering::Relaxed);
+        self.problem(format!("UNEXPECTED {what}"));
+    }
+
+    fn error(&self, op: &str, e: &Error) {
+        self.counters.failed.fetch_add(1, Ordering::Relaxed);
+        *self
+            .errors_by_kind
+            .lock()
+            .unwrap()
+            .entry(format!("{:?}", e.kind()))
+            .or_default() += 1;
+        // Transient faults are what a dying server causes; anything else (a protocol
+        // error, a type mismatch, a server error reply) means a reply went astray or
+        // the client misbehaved.
+        if !e.is_transient() {
+            self.unexpected(format!("{op}: {e}"));
+        }
+    }
+
+    /// Times one call against its budget.
+    fn timed<T>(&self, op: &'static str, rounds: u32, f: impl FnOnce() -> T) -> T {
+        let budget = TIMEOUT * rounds;
+        let started = Instant::now();
+        let out = f();
+        let took = started.elapsed();
+        self.counters.ops.fetch_add(1, Ordering::Relaxed);
+        *self.ops_by_kind.lock().unwrap().entry(op).or_default() += 1;
+        if let Some(over) = took.checked_sub(budget) {
+            let us = u64::try_from(over.as_micros()).unwrap_or(u64::MAX);
+            self.counters.worst_over_us.fetch_max(us, Ordering::Relaxed);
+            if over > SLACK {
+                self.counters.late.fetch_add(1, Ordering::Relaxed);
+                self.problem(format!(
+                    "LATE {op}: {took:?} against a budget of {budget:?} + {SLACK:?}"
+                ));
+            }
+        }
+        out
+    }
+}
+
+/// What one worker acknowledged, kept compactly (a 30-minute run acknowledges
+/// millions of writes).
+#[derive(Default)]
+struct Acked {
+    /// Plain and batch writes: (kind, seq, send ms, ack ms).
+    plain: Vec<(u8, u32, u32, u32)>,
+    /// Attributed writes: seq -> index into `run_ids`.
+    attributed: Vec<(u32, u16)>,
+    /// Highest counter value committed per run_id index.
+    counter_max: HashMap<u16, u64>,
+    run_ids: Vec<(String, u16)>,
+}
+
+impl Acked {
+    fn run_index(&mut self, run_id: &str, port: u16) -> u16 {
+        match self.run_ids.iter().position(|(r, _)| r == run_id) {
+            Some(i) => i as u16,
+            None => {
+                self.run_ids.push((run_id.to_string(), port));
+                (self.run_ids.len() - 1) as u16
+            }
+        }
+    }
+
+    fn bytes(&self) -> u64 {
+        (self.plain.capacity() * 16 + self.attributed.capacity() * 8) as u64
+            + (self.run_ids.len() * 64) as u64
+    }
+}
+
+// ---------------------------------------------------------------------------------
+// A worker: mixed traffic on the group, every reply checked.
+
+struct Worker {
+    t: usize,
+    rng: XorShift,
+    db: Database,
+    publisher: resilient_redis::availability::GroupSubscriber,
+    subscription: GroupSubscription,
+    shared: Arc<Shared>,
+    seq: u32,
+    published_seq: u32,
+    acked: Acked,
+}
+
+impl Worker {
+    fn next_seq(&mut self) -> u32 {
+        self.seq += 1;
+        self.seq
+    }
+
+    fn run(mut self) -> Acked {
+        while !self.shared.stop.load(Ordering::Relaxed) {
+            match self.rng.below(100) {
+                0..=24 => self.read(),
+                25..=49 => self.write(),
+                50..=59 => self.echo(),
+                60..=69 => self.batch(),
+                70..=79 => self.transaction(),
+                80..=89 => self.publish(),
+                _ => self.mget(),
+            }
+        }
+        self.drain();
+        self.acked
+    }
+
+    fn ok(&self) {
+        self.shared.counters.ok.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A random acknowledged plain write of this thread: (kind, seq).
+    fn some_acked(&mut self) -> Option<(char, u32)> {
+        let n = self.acked.plain.len() as u64;
+        if n == 0 {
+            return None;
+        }
+        let (kind, seq, ..) = self.acked.plain[self.rng.below(n) as usize];
+        Some((kind as char, seq))
+    }
+
+    /// Checks a read of `key(kind, seq)`: nothing, or exactly its value.
+    fn check_read(&self, op: &str, kind: char, seq: u32, got: Option<&str>) {
+        let c = &self.shared.counters;
+        match got {
+            None => {
+                c.read_misses.fetch_add(1, Ordering::Relaxed);
+            }
+            Some(v) if v == value_of(self.shared.seed, self.t, kind, seq) => {
+                c.read_hits.fetch_add(1, Ordering::Relaxed);
+            }
+            Some(v) => self
+                .shared
+                .mismatch(format!("{op} of {} returned {v:?}", key(self.t, kind, seq))),
+        }
+    }
+
+    fn read(&mut self) {
+        let Some((kind, seq)) = self.some_acked() else {
+            return self.echo();
+        };
+        let k = key(self.t, kind, seq);
+        let shared = self.shared.clone();
+        match shared.timed("get", 1, || self.db.get::<Option<String>>(&k)) {
+            Ok(v) => {
+                self.ok();
+                self.check_read("GET", kind, seq, v.as_deref());
+            }
+            Err(e) => shared.error("GET", &e),
+        }
+    }
+
+    fn write(&mut self) {
+        let seq = self.next_seq();
+        let (k, v) = (
+            key(self.t, 'w', seq),
+            value_of(self.shared.seed, self.t, 'w', seq),
+        );
+        let shared = self.shared.clone();
+        let send = ms_since(shared.t0);
+        match shared.timed("set", 1, || self.db.set(&k, &v)) {
+            Ok(()) => {
+                self.ok();
+                let ack = ms_since(shared.t0) + 1;
+                self.acked.plain.push((b'w', seq, send, ack));
+            }
+            Err(e) => shared.error("SET", &e),
+        }
+    }
+
+    fn echo(&mut self) {
+        let seq = self.next_seq();
+        let token = value_of(self.shared.seed, self.t, 'e', seq);
+        let shared = self.shared.clone();
+        match shared.timed("echo", 1, || self.db.echo::<String>(&token)) {
+            Ok(got) if got == token => self.ok(),
+            Ok(got) => shared.mismatch(format!("ECHO {token:?} returned {got:?}")),
+            Err(e) => shared.error("ECHO", &e),
+        }
+    }
+
+    fn mget(&mut self) {
+        let picks: Vec<(char, u32)> = (0..4).filter_map(|_| self.some_acked()).collect();
+        if picks.is_empty() {
+            return self.echo();
+        }
+        let keys: Vec<String> = picks.iter().map(|&(k, s)| key(self.t, k, s)).collect();
+        let shared = self.shared.clone();
+        match shared.timed("mget", 1, || self.db.mget::<String>(&keys)) {
+            Ok(values) if values.len() == picks.len() => {
+                self.ok();
+                for (&(kind, seq), v) in picks.iter().zip(&values) {
+                    self.check_read("MGET", kind, seq, v.as_deref());
+                }
+            }
+            Ok(values) => shared.mismatch(format!(
+                "MGET of {} keys returned {} values",
+                keys.len(),
+                values.len()
+            )),
+            Err(e) => shared.error("MGET", &e),
+        }
+    }
+
+    /// SET, GET of the same key (must see the SET: same connection, in order), ECHO,
+    /// and a GET of an older key, pipelined.
+    fn batch(&mut self) {
+        let seq = self.next_seq();
+        let (k, v) = (
+            key(self.t, 'b', seq),
+            value_of(self.shared.seed, self.t, 'b', seq),
+        );
+        let token = value_of(self.shared.seed, self.t, 'e', seq);
+        let old = self.some_acked();
+        let shared = self.shared.clone();
+        let send = ms_since(shared.t0);
+        let batch = self.db.batch();
+        let set = batch.set(&k, &v);
+        let get = batch.get::<Option<String>>(&k);
+        let echo = batch.echo::<String>(&token);
+        let older = old.map(|(kind, s)| batch.get::<Option<String>>(key(self.t, kind, s)));
+        match shared.timed("batch", 1, || batch.execute()) {
+            Ok(()) => {
+                self.ok();
+                let results = (set.wait(), get.wait(), echo.wait());
+                match results {
+                    (Ok(()), Ok(got), Ok(echoed)) => {
+                        let ack = ms_since(shared.t0) + 1;
+                        self.acked.plain.push((b'b', seq, send, ack));
+                        if got.as_deref() != Some(v.as_str()) {
+                            shared.mismatch(format!("batch GET {k} after its SET: {got:?}"));
+                        }
+                        if echoed != token {
+                            shared.mismatch(format!("batch ECHO {token:?}: {echoed:?}"));
+                        }
+                    }
+                    (a, b, c) => shared.unexpected(format!(
+                        "batch items failed after a successful batch: {:?} {:?} {:?}",
+                        a.err(),
+                        b.err(),
+                        c.err()
+                    )),
+                }
+                if let (Some((kind, s)), Some(h)) = (old, older) {
+                    match h.wait() {
+                        Ok(got) => self.check_read("batch GET", kind, s, got.as_deref()),
+                        Err(e) => shared.mismatch(format!("batch GET of an old key: {e}")),
+                    }
+                }
+            }
+            Err(e) => shared.error("batch", &e),
+        }
+    }
+
+    /// A read-modify-write of this thread's counter under `Database::watch`, with an
+    /// attributed write and `INFO server` in the same MULTI/EXEC.
+    fn transaction(&mut self) {
+        let seq = self.next_seq();
+        let t = self.t;
+        let seed = self.shared.seed;
+        let ctr = counter_key(t);
+        let (ak, av) = (key(t, 'a', seq), value_of(seed, t, 'a', seq));
+        let shared = self.shared.clone();
+        let mut next = 0u64;
+        let mut info = None;
+        let mut handles = None;
+        let mut bad_read = None;
+        let outcome = shared.timed("watch", 5, || {
+            self.db.watch(&ctr, |conn| {
+                let current = conn.get::<Option<String>>(&ctr)?;
+                let n = match current.as_deref() {
+                    None => 0,
+                    Some(v) => match v
+                        .strip_prefix(&format!("{ctr}="))
+                        .and_then(|n| n.parse::<u64>().ok())
+                    {
+                        Some(n) => n,
+                        None => {
+                            bad_read = Some(v.to_string());
+                            return Err(Error::new(ErrorKind::InvalidInput, "foreign counter"));
+                        }
+                    },
+                };
+                next = n + 1;
+                let tx = conn.transaction();
+                let a = tx.set(&ctr, format!("{ctr}={next}"));
+                let b = tx.set(&ak, &av);
+                info = Some(tx.info(Some("server")));
+                handles = Some((a, b));
+                Ok(tx)
+            })
+        });
+        if let Some(v) = bad_read {
+            return shared.mismatch(format!("GET {ctr} in a transaction returned {v:?}"));
+        }
+        match outcome {
+            Ok(true) => {
+                self.ok();
+                shared.counters.commits.fetch_add(1, Ordering::Relaxed);
+                let (Some((a, b)), Some(info)) = (handles, info) else {
+                    return shared.mismatch("committed without its handles".into());
+                };
+                if a.wait().is_err() || b.wait().is_err() {
+                    return shared.mismatch(format!("a SET in the EXEC of {ak} failed"));
+                }
+                let info = match info.wait() {
+                    Ok(i) => i,
+                    Err(e) => return shared.mismatch(format!("INFO in EXEC: {e}")),
+                };
+                let field = |name: &str| {
+                    info.lines()
+                        .find_map(|l| l.strip_prefix(name))
+                        .map(|v| v.trim().to_string())
+                };
+                let port = field("tcp_port:").and_then(|p| p.parse::<u16>().ok());
+                match (field("run_id:"), port) {
+                    (Some(run_id), Some(port)) if shared.ports.contains(&port) => {
+                        let i = self.acked.run_index(&run_id, port);
+                        self.acked.attributed.push((seq, i));
+                        let max = self.acked.counter_max.entry(i).or_default();
+                        *max = (*max).max(next);
+                    }
+                    _ => shared.mismatch(format!("INFO in the EXEC of {ak} names no member")),
+                }
+            }
+            Ok(false) => {
+                self.ok();
+                shared
+                    .counters
+                    .watch_conflicts
+                    .fetch_add(1, Ordering::Relaxed);
+            }
+            Err(e) => shared.error("watch", &e),
+        }
+    }
+
+    fn publish(&mut self) {
+        self.published_seq += 1;
+        let payload = format!("{}#{}", channel(self.t), self.published_seq);
+        let shared = self.shared.clone();
+        match shared.timed("publish", 1, || {
+            self.publisher.publish(channel(self.t), &payload)
+        }) {
+            Ok(_) => {
+                self.ok();
+                shared.counters.published.fetch_add(1, Ordering::Relaxed);
+            }
+            Err(e) => shared.error("PUBLISH", &e),
+        }
+        self.drain();
+    }
+
+    /// Takes what arrived on this thread's subscription: its own channel only, and
+    /// payloads it published.
+    fn drain(&mut self) {
+        let ch = channel(self.t);
+        while let Some(m) = self.subscription.try_recv() {
+            let seq = String::from_utf8_lossy(&m.payload)
+                .strip_prefix(&format!("{ch}#"))
+                .and_then(|s| s.parse::<u32>().ok());
+            let right = m.channel == ch.as_bytes()
+                && seq.is_some_and(|s| s >= 1 && s <= self.published_seq);
+            if right {
+                self.shared
+                    .counters
+                    .delivered
+                    .fetch_add(1, Ordering::Relaxed);
+            } else {
+                self.shared.mismatch(format!(
+                    "message on {:?} with {:?} reached {ch}",
+                    m.channel_str(),
+                    m.payload_str()
+                ));
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------
+// The fault schedule.
+
+#[derive(Default)]
+struct FaultCounts {
+    kill: u64,
+    stop: u64,
+    resume: u64,
+    restart: u64,
+    maintenance: u64,
+}
+
+struct Chaos {
+    servers: Vec<RedisServer>,
+    states: Vec<State>,
+    lives: Vec<Vec<Life>>,
+    counts: FaultCounts,
+    log: Vec<String>,
+}
+
+impl Chaos {
+    fn faulted(&self) -> usize {
+        self.states.iter().filter(|s| **s != State::Running).count()
+    }
+
+    fn with(&self, state: State) -> Vec<usize> {
+        (0..self.states.len())
+            .filter(|&i| self.states[i] == state)
+            .collect()
+    }
+
+    /// One step of the schedule: picks a fault that is possible now.
+    fn step(&mut self, rng: &mut XorShift, group: &Group, t0: Instant) {
+        let running = self.with(State::Running);
+        let stopped = self.with(State::Stopped);
+        let killed = self.with(State::Killed);
+        let mut choices = Vec::new();
+        if self.faulted() < MAX_FAULTED && !running.is_empty() {
+            choices.extend(["kill", "stop", "stop"]);
+        }
+        if !stopped.is_empty() {
+            choices.extend(["resume", "resume"]);
+        }
+        if !killed.is_empty() {
+            choices.extend(["restart", "restart"]);
+        }
+        if choices.is_empty() {
+            return;
+        }
+        let choice = choices[rng.below(choices.len() as u64) as usize];
+        // Faults hit the active member more often than not: that is where the traffic is.
+        let active = group
+            .active()
+            .and_then(|m| m.name().strip_prefix('m')?.parse::<usize>().ok());
+        let pick = |rng: &mut XorShift, from: &[usize]| -> usize {
+            match active {
+                Some(a) if from.contains(&a) && rng.below(100) < 60 => a,
+                _ => from[rng.below(from.len() as u64) as usize],
+            }
+        };
+        let at = ms_since(t0);
+        let i = match choice {
+            "kill" => {
+                let i = pick(rng, &running);
+                self.servers[i].kill();
+                if let Some(life) = self.lives[i].last_mut() {
+                    life.end = Some(ms_since(t0) + 1);
+                }
+                self.states[i] = State::Killed;
+                self.counts.kill += 1;
+                i
+            }
+            "stop" => {
+                let i = pick(rng, &running);
+                self.servers[i].pause();
+                self.states[i] = State::Stopped;
+                self.counts.stop += 1;
+                i
+            }
+            "resume" => {
+                let i = stopped[rng.below(stopped.len() as u64) as usize];
+                self.servers[i].resume();
+                self.states[i] = State::Running;
+                self.counts.resume += 1;
+                i
+            }
+            _ => {
+                let i = killed[rng.below(killed.len() as u64) as usize];
+                self.lives[i].push(Life {
+                    start: ms_since(t0),
+                    end: None,
+                });
+                self.servers[i].restart();
+                self.states[i] = State::Running;
+                self.counts.restart += 1;
+                i
+            }
+        };
+        self.log.push(format!("{at:>7} ms {choice} m{i}"));
+        // With the maintenance work merged, this is where notifications join the mix.
+        if inject_maintenance(rng) {
+            self.counts.maintenance += 1;
+        }
+    }
+
+    /// Back to a readable state: stopped members resume; killed ones stay dead (their
+    /// writes died with them and are counted as unverifiable).
+    fn settle(&mut self) {
+        for i in self.with(State::Stopped) {
+            self.servers[i].resume();
+            self.states[i] = State::Running;
+        }
+    }
+}
+
+/// HOOK(maintenance): the issue's schedule also has "the fake injects maintenance
+/// notifications" (MOVING / MIGRATING / FAILING_OVER ...). Real Redis OSS never sends
+/// them, and the client's maintenance handling (`src/maintenance`) is not merged yet,
+/// so this soak cannot exercise them. When it is: add a testkit fake server as a
+/// fourth member (`resilient_redis::testkit`, `maintNotifications=enabled` on its
+/// member options), and here, with some probability, tell the fake to send a
+/// notification to its opted-in clients (and a MOVING to close them after the
+/// window); return `true` so the summary counts it. Until then: never injected.
+fn inject_maintenance(_rng: &mut XorShift) -> bool {
+    false
+}
+
+// ---------------------------------------------------------------------------------
+// Measurements.
+
+fn rss_bytes() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("VmRSS:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        })
+        .map_or(0, |kb| kb * 1024)
+}
+
+fn env_u64(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+fn member(server: &RedisServer, i: usize, weight: u32) -> Member {
+    Member::new(format!(
+        "{},syncTimeout={ms},connectTimeout={ms},reconnectMin=20,reconnectMax=200",
+        server.addr(),
+        ms = TIMEOUT.as_millis()
+    ))
+    .with_name(format!("m{i}"))
+    .with_weight(weight)
+}
+
+fn mib(b: u64) -> String {
+    format!("{:.1} MiB", b as f64 / (1024.0 * 1024.0))
+}
+
+// ---------------------------------------------------------------------------------
+// Verification after the run.
+
+#[derive(Default)]
+struct Verdict {
+    verified: u64,
+    /// Of `verified`: attributed writes, checked on the very process that acked them.
+    verified_attributed: u64,
+    unverifiable: u64,
+    missing: u64,
+    wrong_value: u64,
+    counters_checked: u64,
+}
+
+/// What one surviving member holds: its run_id and a key reader.
+struct Survivor {
+    index: usize,
+    run_id: String,
+    client: Client,
+}
+
+impl Survivor {
+    /// MGET in chunks: key -> value.
+    fn read(&self, keys: &[String]) -> HashMap<String, String> {
+        let db = self.client.database().with_timeout(Duration::from_secs(10));
+        let mut out = HashMap::new();
+        for chunk in keys.chunks(500) {
+            let values: Vec<Option<String>> = db.mget(chunk).expect("MGET from a survivor");
+            for (k, v) in chunk.iter().zip(values) {
+                if let Some(v) = v {
+                    out.insert(k.clone(), v);
+                }
+            }
+        }
+        out
+    }
+}
+
+fn verify(
+    seed: u64,
+    acked: &[Acked],
+    lives: &[Vec<Life>],
+    survivors: &[Survivor],
+    problems: &mut Vec<String>,
+) -> Verdict {
+    let mut v = Verdict::default();
+    // Every key any check needs, read once per survivor.
+    let mut keys = Vec::new();
+    for (t, a) in acked.iter().enumerate() {
+        keys.extend(a.plain.iter().map(|&(k, s, ..)| key(t, k as char, s)));
+        keys.extend(a.attributed.iter().map(|&(s, _)| key(t, 'a', s)));
+        keys.push(counter_key(t));
+    }
+    let held: Vec<HashMap<String, String>> = survivors.iter().map(|s| s.read(&keys)).collect();
+    let alive_now = |member: usize| survivors.iter().position(|s| s.index == member);
+    for (t, a) in acked.iter().enumerate() {
+        for &(kind, seq, send, ack) in &a.plain {
+            let kind = kind as char;
+            let k = key(t, kind, seq);
+            let want = value_of(seed, t, kind, seq);
+            // Every process life that could have executed it.
+            let mut candidates = Vec::new();
+            let mut all_alive = true;
+            for (m, member_lives) in lives.iter().enumerate() {
+                for life in member_lives {
+                    if life.start <= ack && life.end.is_none_or(|e| e >= send) {
+                        match (life.end, alive_now(m)) {
+                            (None, Some(s)) => candidates.push(s),
+                            _ => all_alive = false,
+                        }
+                    }
+                }
+            }
+            let mut found = false;
+            for &s in &candidates {
+                match held[s].get(&k) {
+                    Some(got) if *got == want => found = true,
+                    Some(got) => {
+                        v.wrong_value += 1;
+                        problems.push(format!("{k} on m{} holds {got:?}", survivors[s].index));
+                    }
+                    None => {}
+                }
+            }
+            // Values are unique and written once, so finding it anywhere proves its
+            // executor kept it; not finding it is a loss only if no process that
+            // could have executed it has died since.
+            if found {
+                v.verified += 1;
+            } else if !all_alive || candidates.is_empty() {
+                v.unverifiable += 1;
+            } else {
+                v.missing += 1;
+                if problems.len() < 30 {
+                    problems.push(format!(
+                        "acknowledged {k} (sent {send} ms, acked {ack} ms) is on no member alive since"
+                    ));
+                }
+            }
+        }
+        for &(seq, run) in &a.attributed {
+            let (run_id, _) = &a.run_ids[run as usize];
+            let k = key(t, 'a', seq);
+            let Some(s) = survivors.iter().position(|s| &s.run_id == run_id) else {
+                v.unverifiable += 1;
+                continue;
+            };
+            match held[s].get(&k) {
+                Some(got) if *got == value_of(seed, t, 'a', seq) => {
+                    v.verified += 1;
+                    v.verified_attributed += 1;
+                }
+                Some(got) => {
+                    v.wrong_value += 1;
+                    problems.push(format!("{k} on m{} holds {got:?}", survivors[s].index));
+                }
+                None => {
+                    v.missing += 1;
+                    if problems.len() < 30 {
+                        problems.push(format!(
+                            "{k} acknowledged by m{} (run {run_id}), which stayed up, is missing",
+                            survivors[s].index
+                        ));
+                    }
+                }
+            }
+        }
+        let ctr = counter_key(t);
+        for (&run, &max) in &a.counter_max {
+            let (run_id, _) = &a.run_ids[run as usize];
+            let Some(s) = survivors.iter().position(|s| &s.run_id == run_id) else {
+                continue;
+            };
+            v.counters_checked += 1;
+            let now = held[s]
+                .get(&ctr)
+                .and_then(|x| x.strip_prefix(&format!("{ctr}="))?.parse::<u64>().ok())
+                .unwrap_or(0);
+            if now < max {
+                v.missing += 1;
+                problems.push(format!(
+                    "{ctr} on m{} is {now}, below the {max} it acknowledged",
+                    survivors[s].index
+                ));
+            }
+        }
+    }
+    v
+}
+
+// ---------------------------------------------------------------------------------
+
+#[test]
+fn chaos_soak() {
+    let seconds = env_u64("SOAK_SECONDS", 40);
+    let seed = env_u64("SOAK_SEED", 0x5eed_2024);
+    let Some(s0) = RedisServer::start() else {
+        return;
+    };
+    let (Some(s1), Some(s2)) = (RedisServer::start(), RedisServer::start()) else {
+        return;
+    };
+    assert!(
+        threads_named("rr-").is_empty(),
+        "a client thread before the start"
+    );
+    let servers = vec![s0, s1, s2];
+    let ports: Vec<u16> = servers.iter().map(|s| s.port).collect();
+    let checks = HealthCheck {
+        interval: Duration::from_millis(200),
+        probe_count: 1,
+        probe_timeout: Duration::from_millis(300),
+        probe_interval: Duration::from_millis(50),
+        ..HealthCheck::default()
+    };
+    let group = Group::connect(
+        vec![
+            member(&servers[0], 0, 30),
+            member(&servers[1], 1, 20),
+            member(&servers[2], 2, 10),
+        ],
+        GroupOptions::default().health_check(checks),
+    )
+    .expect("group");
+    let db = group.database();
+    let publisher = group.subscriber();
+    let subscriptions: Vec<GroupSubscription> = (0..THREADS)
+        .map(|t| publisher.subscribe(channel(t)).expect("subscribe"))
+        .collect();
+
+    let t0 = Instant::now();
+    let shared = Arc::new(Shared {
+        seed,
+        t0,
+        stop: AtomicBool::new(false),
+        counters: Counters::default(),
+        ops_by_kind: Mutex::new(BTreeMap::new()),
+        errors_by_kind: Mutex::new(BTreeMap::new()),
+        problems: Mutex::new(Vec::new()),
+        ports: ports.clone(),
+    });
+    let mut chaos = Chaos {
+        servers,
+        states: vec![State::Running; 3],
+        lives: vec![
+            vec![Life {
+                start: 0,
+                end: None
+            }];
+            3
+        ],
+        counts: FaultCounts::default(),
+        log: Vec::new(),
+    };
+
+    // Memory and thread sampler.
+    let rss_samples = Arc::new(Mutex::new(Vec::<(u32, u64)>::new()));
+    let peak_threads = Arc::new(AtomicU64::new(0));
+    let sampler = {
+        let (shared, rss, peak_threads) =
+            (shared.clone(), rss_samples.clone(), peak_threads.clone());
+        thread::Builder::new()
+            .name("soak-sampler".into())
+            .spawn(move || {
+                while !shared.stop.load(Ordering::Relaxed) {
+                    rss.lock().unwrap().push((ms_since(shared.t0), rss_bytes()));
+                    let n = threads_named("rr-").len() as u64;
+                    peak_threads.fetch_max(n, Ordering::Relaxed);
+                    thread::sleep(Duration::from_millis(100));
+                }
+            })
+            .unwrap()
+    };
+
+    let workers: Vec<_> = subscriptions
+        .into_iter()
+        .enumerate()
+        .map(|(t, subscription)| {
+            let w = Worker {
+                t,
+                rng: XorShift::new(seed ^ (0x1000 + t as u64)),
+                db: db.clone(),
+                publisher: publisher.clone(),
+                subscription,
+                shared: shared.clone(),
+                seq: 0,
+                published_seq: 0,
+                acked: Acked::default(),
+            };
+            thread::Builder::new()
+                .name(format!("soak-worker-{t}"))
+                .spawn(move || w.run())
+                .unwrap()
+        })
+        .collect();
+
+    // The fault schedule runs on this thread.
+    let mut rng = XorShift::new(seed);
+    let end = t0 + Duration::from_secs(seconds);
+    // A quiet first second: traffic is flowing before the first fault.
+    thread::sleep(Duration::from_millis(1000));
+    while Instant::now() < end {
+        chaos.step(&mut rng, &group, t0);
+        let pause = rng.millis(300, 1500);
+        thread::sleep(pause.min(end.saturating_duration_since(Instant::now())));
+    }
+    let chaos_ms = ms_since(t0);
+    shared.stop.store(true, Ordering::Relaxed);
+    let acked: Vec<Acked> = workers
+        .into_iter()
+        .map(|w| w.join().expect("a worker panicked"))
+        .collect();
+    sampler.join().unwrap();
+    chaos.settle();
+
+    // Every thread ends on close.
+    let during_run_threads = peak_threads.load(Ordering::Relaxed);
+    group.close();
+    drop((db, publisher, group));
+    let closed_clean = wait_until(Duration::from_secs(10), || threads_named("rr-").is_empty());
+    let leaked_after_close = threads_named("rr-");
+
+    // Read the survivors directly, each with its own client.
+    let mut survivors = Vec::new();
+    for (i, server) in chaos.servers.iter().enumerate() {
+        if chaos.states[i] == State::Killed {
+            continue;
+        }
+        let client = Client::connect(format!("{},syncTimeout=10000", server.addr()))
+            .expect("connect to a survivor");
+        let info = client.database().info(Some("server")).expect("INFO");
+        let run_id = info
+            .lines()
+            .find_map(|l| l.strip_prefix("run_id:"))
+            .expect("run_id")
+            .trim()
+            .to_string();
+        survivors.push(Survivor {
+            index: i,
+            run_id,
+            client,
+        });
+    }
+    let mut problems = shared.problems.lock().unwrap().clone();
+    let verdict = verify(seed, &acked, &chaos.lives, &survivors, &mut problems);
+    for s in &survivors {
+        s.client.close();
+    }
+    drop(survivors);
+    let verify_clean = wait_until(Duration::from_secs(10), || threads_named("rr-").is_empty());
+    let leaked = leaked_after_close.len() + if verify_clean { 0 } else { 1 };
+
+    // Memory: warm-up peak, then the peak after it.
+    let samples = rss_samples.lock().unwrap().clone();
+    let warmup_ms = (chaos_ms / 10).min(5000);
+    let warm = samples
+        .iter()
+        .filter(|(at, _)| *at <= warmup_ms)
+        .map(|&(_, b)| b)
+        .max()
+        .unwrap_or(0);
+    let peak = samples.iter().map(|&(_, b)| b).max().unwrap_or(0);
+    let own: u64 = acked.iter().map(Acked::bytes).sum();
+    let rss_bound = warm + own + RSS_MARGIN;
+
+    let c = &shared.counters;
+    let ops = c.ops.load(Ordering::Relaxed);
+    let mut summary = String::new();
+    let _ = writeln!(summary, "=== chaos soak summary ===");
+    let _ = writeln!(summary, "seed                   {seed:#x}");
+    let _ = writeln!(
+        summary,
+        "duration               {:.1} s of chaos ({:.1} s in all)",
+        f64::from(chaos_ms) / 1000.0,
+        t0.elapsed().as_secs_f64()
+    );
+    let _ = writeln!(
+        summary,
+        "operations             {ops} ({:.0}/s): {} ok, {} failed (transient)",
+        ops as f64 / (f64::from(chaos_ms) / 1000.0),
+        c.ok.load(Ordering::Relaxed),
+        c.failed.load(Ordering::Relaxed)
+    );
+    let _ = writeln!(
+        summary,
+        "  by kind              {:?}",
+        shared.ops_by_kind.lock().unwrap()
+    );
+    let _ = writeln!(
+        summary,
+        "  errors by kind       {:?}",
+        shared.errors_by_kind.lock().unwrap()
+    );
+    let _ = writeln!(
+        summary,
+        "faults                 kill {}, stop {}, resume {}, restart {}, maintenance {} (not injected: hook pending src/maintenance)",
+        chaos.counts.kill,
+        chaos.counts.stop,
+        chaos.counts.resume,
+        chaos.counts.restart,
+        chaos.counts.maintenance
+    );
+    let _ = writeln!(
+        summary,
+        "reads                  {} hits, {} misses (key not on the member serving)",
+        c.read_hits.load(Ordering::Relaxed),
+        c.read_misses.load(Ordering::Relaxed)
+    );
+    let _ = writeln!(
+        summary,
+        "transactions           {} committed, {} watch conflicts",
+        c.commits.load(Ordering::Relaxed),
+        c.watch_conflicts.load(Ordering::Relaxed)
+    );
+    let _ = writeln!(
+        summary,
+        "pub/sub                {} published, {} delivered",
+        c.published.load(Ordering::Relaxed),
+        c.delivered.load(Ordering::Relaxed)
+    );
+    let _ = writeln!(
+        summary,
+        "acked writes           {} verified ({} attributed by run_id), {} unverifiable (a possible acker died since), {} MISSING, {} wrong values; {} counters checked",
+        verdict.verified, verdict.verified_attributed, verdict.unverifiable, verdict.missing, verdict.wrong_value, verdict.counters_checked
+    );
+    let _ = writeln!(
+        summary,
+        "mismatched replies     {}",
+        c.mismatches.load(Ordering::Relaxed)
+    );
+    let _ = writeln!(
+        summary,
+        "unexpected errors      {}",
+        c.unexpected.load(Ordering::Relaxed)
+    );
+    let _ = writeln!(
+        summary,
+        "callers past deadline  {} (budget: round trips x {TIMEOUT:?} + {SLACK:?}; worst overshoot past the budget {:.1} ms)",
+        c.late.load(Ordering::Relaxed),
+        c.worst_over_us.load(Ordering::Relaxed) as f64 / 1000.0
+    );
+    let _ = writeln!(
+        summary,
+        "leaked threads         {} (peak rr-* threads during the run: {during_run_threads})",
+        leaked_after_close.len()
+    );
+    let _ = writeln!(
+        summary,
+        "peak RSS               {} (after warm-up {}; bound {} = warm-up + {} bookkeeping + {} margin)",
+        mib(peak),
+        mib(warm),
+        mib(rss_bound),
+        mib(own),
+        mib(RSS_MARGIN)
+    );
+    let _ = writeln!(summary, "fault log (first 40):");
+    for line in chaos.log.iter().take(40) {
+        let _ = writeln!(summary, "  {line}");
+    }
+    if !problems.is_empty() {
+        let _ = writeln!(summary, "problems (first {}):", problems.len().min(30));
+        for p in problems.iter().take(30) {
+            let _ = writeln!(summary, "  {p}");
+        }
+    }
+    eprintln!("{summary}");
+    if let Ok(path) = std::env::var("SOAK_SUMMARY") {
+        let _ = std::fs::write(path, &summary);
+    }
+
+    assert_eq!(
+        c.mismatches.load(Ordering::Relaxed),
+        0,
+        "mismatched replies\n{summary}"
+    );
+    assert_eq!(
+        c.late.load(Ordering::Relaxed),
+        0,
+        "callers past their deadline\n{summary}"
+    );
+    assert_eq!(
+        c.unexpected.load(Ordering::Relaxed),
+        0,
+        "unexpected errors\n{summary}"
+    );
+    assert_eq!(verdict.missing, 0, "acknowledged writes missing\n{summary}");
+    assert_eq!(
+        verdict.wrong_value, 0,
+        "keys holding foreign values\n{summary}"
+    );
+    assert!(
+        closed_clean && leaked == 0,
+        "leaked threads {leaked_after_close:?}\n{summary}"
+    );
+    assert!(peak <= rss_bound, "memory grew past its bound\n{summary}");
+    // The run must have done something worth the name.
+    assert!(ops > 1000, "too little traffic\n{summary}");
+    assert!(verdict.verified > 100, "too few writes verified\n{summary}");
+    assert!(
+        chaos.counts.kill + chaos.counts.stop >= seconds / 4,
+        "too few faults\n{summary}"
+    );
+}
