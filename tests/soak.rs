@@ -23,28 +23,32 @@
 //!   may connect, WATCH, GET, MULTI/EXEC and on failure UNWATCH: 5 x). Late calls: 0.
 //! * **No acknowledged write is missing from the member that acknowledged it while
 //!   that member stayed up.** The group's `active()` at ack time is only a hint (it can
-//!   change between the send and the reply), so the check does not use it:
+//!   change between the send and the reply), so the check does not use it. Writes are
+//!   checked at *checkpoints*: just before every kill (the last moment the victim's
+//!   data exists) and at the end, by reading each running member directly with its own
+//!   client (stopped members cannot answer: what needs one waits for a later
+//!   checkpoint).
 //!   - *attributed writes* go in a `MULTI`/`EXEC` with `INFO server`: the reply names
 //!     the port and `run_id` of the very process that executed the write (a restarted
-//!     server gets a new `run_id`). After the run each surviving member is read
-//!     directly with its own client; if its `run_id` is still the one that
-//!     acknowledged, the key must be there with its value. If that process has died
-//!     since, the write is counted as unverifiable, not as lost.
+//!     server gets a new `run_id`). If that process is still the member's, the key
+//!     must be there with its value; if it has died, the write is unverifiable.
 //!   - *plain writes* (`SET`, and the `SET` of a batch) cannot name their executor, so
 //!     each is checked against every member *incarnation* (process life, recorded by
 //!     the fault thread: start before spawn, end after the kill is reaped) alive at any
 //!     point between its send and its ack. Values are unique and written once, so
-//!     finding the value on a survivor proves its executor kept it (verified); not
+//!     finding the value on one of them proves its executor kept it (verified); not
 //!     finding it is a loss if every one of those incarnations is still alive, and
-//!     unverifiable if one of them has died since (it may have been the acker).
+//!     unverifiable if one of them has died (it may have been the acker).
 //!   - the per-thread counter updated by `Database::watch` read-modify-writes only
-//!     grows on a given process, so each surviving process must hold at least the
-//!     highest value it acknowledged (again attributed by `run_id`).
+//!     grows on a given process, so each process must hold at least the highest value
+//!     it acknowledged (attributed by `run_id`, checked at each checkpoint).
 //!
-//!   A key found with a value other than its own is a mismatch.
+//!   A key found with a value other than its own is a mismatch. Checked writes are
+//!   dropped, so the soak's own bookkeeping stays bounded however long it runs.
 //! * **Memory bounded.** VmRSS (`/proc/self/status`) is sampled every 100 ms. After a
 //!   warm-up (the first 10% of the chaos, at most 5 s) the peak must stay under the
-//!   warm-up RSS + the bytes the soak itself keeps for verification + `RSS_MARGIN`.
+//!   warm-up RSS + the largest backlog of unchecked writes the soak held (bytes) +
+//!   `RSS_MARGIN`.
 //! * **Every thread ends on close.** After `Group::close` and dropping every handle, no
 //!   `rr-*` thread may remain (`/proc/self/task/*/comm`); the verification clients are
 //!   closed and counted the same way.
@@ -76,6 +80,8 @@ const SLACK: Duration = Duration::from_millis(500);
 const RSS_MARGIN: u64 = 64 * 1024 * 1024;
 /// The fault schedule keeps at least one member untouched (stopped + killed ≤ 2).
 const MAX_FAULTED: usize = 2;
+/// Writes checked per round of reads at a checkpoint.
+const CHECK_CHUNK: usize = 5000;
 
 // ---------------------------------------------------------------------------------
 // Deterministic randomness (no dependency): xorshift64* seeded through splitmix64.
@@ -188,6 +194,9 @@ struct Shared {
     /// First few problems, for the failure message.
     problems: Mutex<Vec<String>>,
     ports: Vec<u16>,
+    /// One per worker, drained by the checkpoints.
+    books: Vec<Mutex<Book>>,
+    run_ids: Mutex<RunIds>,
 }
 
 impl Shared {
@@ -246,33 +255,46 @@ impl Shared {
     }
 }
 
-/// What one worker acknowledged, kept compactly (a 30-minute run acknowledges
-/// millions of writes).
-#[derive(Default)]
-struct Acked {
-    /// Plain and batch writes: (kind, seq, send ms, ack ms).
-    plain: Vec<(u8, u32, u32, u32)>,
-    /// Attributed writes: seq -> index into `run_ids`.
-    attributed: Vec<(u32, u16)>,
-    /// Highest counter value committed per run_id index.
-    counter_max: HashMap<u16, u64>,
-    run_ids: Vec<(String, u16)>,
+/// An acknowledged write not yet checked (16 bytes: millions may be acked between
+/// two checkpoints in a release build).
+#[derive(Clone, Copy)]
+enum Pending {
+    /// A plain or batch `SET`: thread, kind, sequence, send and ack (ms since start).
+    Plain {
+        t: u16,
+        kind: u8,
+        seq: u32,
+        send: u32,
+        ack: u32,
+    },
+    /// A write whose executing process is known: thread, sequence, interned run_id.
+    Attributed { t: u16, seq: u32, run: u32 },
 }
 
-impl Acked {
-    fn run_index(&mut self, run_id: &str, port: u16) -> u16 {
-        match self.run_ids.iter().position(|(r, _)| r == run_id) {
-            Some(i) => i as u16,
-            None => {
-                self.run_ids.push((run_id.to_string(), port));
-                (self.run_ids.len() - 1) as u16
-            }
-        }
-    }
+/// What one worker acknowledged since the last checkpoint.
+#[derive(Default)]
+struct Book {
+    pending: Vec<Pending>,
+    /// Highest counter value committed, per interned run_id.
+    counter_max: HashMap<u32, u64>,
+}
 
-    fn bytes(&self) -> u64 {
-        (self.plain.capacity() * 16 + self.attributed.capacity() * 8) as u64
-            + (self.run_ids.len() * 64) as u64
+/// run_ids seen in `INFO` replies, interned (a few hundred in a long run).
+#[derive(Default)]
+struct RunIds {
+    ids: Vec<String>,
+    index: HashMap<String, u32>,
+}
+
+impl RunIds {
+    fn intern(&mut self, run_id: &str) -> u32 {
+        if let Some(&i) = self.index.get(run_id) {
+            return i;
+        }
+        self.ids.push(run_id.to_string());
+        let i = (self.ids.len() - 1) as u32;
+        self.index.insert(run_id.to_string(), i);
+        i
     }
 }
 
@@ -288,7 +310,8 @@ struct Worker {
     shared: Arc<Shared>,
     seq: u32,
     published_seq: u32,
-    acked: Acked,
+    /// Recently acknowledged plain writes (kind, seq), the ones reads pick from.
+    recent: std::collections::VecDeque<(u8, u32)>,
 }
 
 impl Worker {
@@ -297,7 +320,7 @@ impl Worker {
         self.seq
     }
 
-    fn run(mut self) -> Acked {
+    fn run(mut self) {
         while !self.shared.stop.load(Ordering::Relaxed) {
             match self.rng.below(100) {
                 0..=24 => self.read(),
@@ -310,20 +333,44 @@ impl Worker {
             }
         }
         self.drain();
-        self.acked
+    }
+
+    fn acked(&mut self, kind: u8, seq: u32, send: u32) {
+        let ack = ms_since(self.shared.t0) + 1;
+        self.shared.books[self.t]
+            .lock()
+            .unwrap()
+            .pending
+            .push(Pending::Plain {
+                t: self.t as u16,
+                kind,
+                seq,
+                send,
+                ack,
+            });
+        if self.recent.len() == 4096 {
+            self.recent.pop_front();
+        }
+        self.recent.push_back((kind, seq));
     }
 
     fn ok(&self) {
         self.shared.counters.ok.fetch_add(1, Ordering::Relaxed);
     }
 
-    /// A random acknowledged plain write of this thread: (kind, seq).
+    /// An acknowledged plain write of this thread: the latest half the time (likely
+    /// on the member serving), else a recent one (kind, seq).
     fn some_acked(&mut self) -> Option<(char, u32)> {
-        let n = self.acked.plain.len() as u64;
+        let n = self.recent.len() as u64;
         if n == 0 {
             return None;
         }
-        let (kind, seq, ..) = self.acked.plain[self.rng.below(n) as usize];
+        let i = if self.rng.below(2) == 0 {
+            n - 1
+        } else {
+            self.rng.below(n)
+        };
+        let (kind, seq) = self.recent[i as usize];
         Some((kind as char, seq))
     }
 
@@ -369,8 +416,7 @@ impl Worker {
         match shared.timed("set", 1, || self.db.set(&k, &v)) {
             Ok(()) => {
                 self.ok();
-                let ack = ms_since(shared.t0) + 1;
-                self.acked.plain.push((b'w', seq, send, ack));
+                self.acked(b'w', seq, send);
             }
             Err(e) => shared.error("SET", &e),
         }
@@ -433,8 +479,7 @@ impl Worker {
                 let results = (set.wait(), get.wait(), echo.wait());
                 match results {
                     (Ok(()), Ok(got), Ok(echoed)) => {
-                        let ack = ms_since(shared.t0) + 1;
-                        self.acked.plain.push((b'b', seq, send, ack));
+                        self.acked(b'b', seq, send);
                         if got.as_deref() != Some(v.as_str()) {
                             shared.mismatch(format!("batch GET {k} after its SET: {got:?}"));
                         }
@@ -523,9 +568,14 @@ impl Worker {
                 let port = field("tcp_port:").and_then(|p| p.parse::<u16>().ok());
                 match (field("run_id:"), port) {
                     (Some(run_id), Some(port)) if shared.ports.contains(&port) => {
-                        let i = self.acked.run_index(&run_id, port);
-                        self.acked.attributed.push((seq, i));
-                        let max = self.acked.counter_max.entry(i).or_default();
+                        let run = shared.run_ids.lock().unwrap().intern(&run_id);
+                        let mut book = shared.books[t].lock().unwrap();
+                        book.pending.push(Pending::Attributed {
+                            t: t as u16,
+                            seq,
+                            run,
+                        });
+                        let max = book.counter_max.entry(run).or_default();
                         *max = (*max).max(next);
                     }
                     _ => shared.mismatch(format!("INFO in the EXEC of {ak} names no member")),
@@ -600,8 +650,83 @@ struct Chaos {
     servers: Vec<RedisServer>,
     states: Vec<State>,
     lives: Vec<Vec<Life>>,
+    /// The run_id of each member's current process (`None` once killed).
+    run_ids: Vec<Option<String>>,
+    /// Writes a checkpoint could not settle yet (a candidate member was stopped).
+    deferred: Vec<Pending>,
+    verdict: Verdict,
     counts: FaultCounts,
     log: Vec<String>,
+    seed: u64,
+}
+
+#[derive(Default)]
+struct Verdict {
+    checkpoints: u64,
+    verified: u64,
+    /// Of `verified`: attributed writes, checked on the very process that acked them.
+    verified_attributed: u64,
+    unverifiable: u64,
+    missing: u64,
+    wrong_value: u64,
+    counters_checked: u64,
+    /// Most unchecked writes held at once, in bytes (for the RSS bound).
+    peak_backlog_bytes: u64,
+}
+
+/// Reads `keys` from a member with its own client: key -> value.
+fn read_member(client: &Client, keys: &[String]) -> HashMap<String, String> {
+    let db = client.database().with_timeout(Duration::from_secs(10));
+    let mut out = HashMap::new();
+    for chunk in keys.chunks(500) {
+        let values: Vec<Option<String>> = db.mget(chunk).expect("MGET from a member");
+        for (k, v) in chunk.iter().zip(values) {
+            if let Some(v) = v {
+                out.insert(k.clone(), v);
+            }
+        }
+    }
+    out
+}
+
+/// Reads each member's wanted keys (sorted, deduplicated) with its direct client.
+fn read_all(
+    wanted: &mut [Vec<String>],
+    clients: &[Option<Client>],
+) -> Vec<HashMap<String, String>> {
+    wanted
+        .iter_mut()
+        .enumerate()
+        .map(|(m, keys)| {
+            keys.sort_unstable();
+            keys.dedup();
+            match &clients[m] {
+                Some(c) if !keys.is_empty() => read_member(c, keys),
+                _ => HashMap::new(),
+            }
+        })
+        .collect()
+}
+
+fn run_id_of(client: &Client) -> String {
+    let info = client
+        .database()
+        .with_timeout(Duration::from_secs(10))
+        .info(Some("server"))
+        .expect("INFO from a member");
+    info.lines()
+        .find_map(|l| l.strip_prefix("run_id:"))
+        .expect("run_id in INFO")
+        .trim()
+        .to_string()
+}
+
+fn direct(server: &RedisServer) -> Client {
+    Client::connect(format!(
+        "{},syncTimeout=10000,connectTimeout=5000",
+        server.addr()
+    ))
+    .expect("a direct client to a running member")
 }
 
 impl Chaos {
@@ -616,7 +741,8 @@ impl Chaos {
     }
 
     /// One step of the schedule: picks a fault that is possible now.
-    fn step(&mut self, rng: &mut XorShift, group: &Group, t0: Instant) {
+    fn step(&mut self, rng: &mut XorShift, group: &Group, shared: &Shared) {
+        let t0 = shared.t0;
         let running = self.with(State::Running);
         let stopped = self.with(State::Stopped);
         let killed = self.with(State::Killed);
@@ -648,10 +774,13 @@ impl Chaos {
         let i = match choice {
             "kill" => {
                 let i = pick(rng, &running);
+                // The victim's writes are checked while it still has them.
+                self.checkpoint(shared);
                 self.servers[i].kill();
                 if let Some(life) = self.lives[i].last_mut() {
                     life.end = Some(ms_since(t0) + 1);
                 }
+                self.run_ids[i] = None;
                 self.states[i] = State::Killed;
                 self.counts.kill += 1;
                 i
@@ -677,6 +806,9 @@ impl Chaos {
                     end: None,
                 });
                 self.servers[i].restart();
+                let client = direct(&self.servers[i]);
+                self.run_ids[i] = Some(run_id_of(&client));
+                client.close();
                 self.states[i] = State::Running;
                 self.counts.restart += 1;
                 i
@@ -695,6 +827,220 @@ impl Chaos {
         for i in self.with(State::Stopped) {
             self.servers[i].resume();
             self.states[i] = State::Running;
+        }
+    }
+
+    /// Checks every acknowledged write not checked yet against the running members,
+    /// read directly (see the module documentation for the method).
+    fn checkpoint(&mut self, shared: &Shared) {
+        self.verdict.checkpoints += 1;
+        // Take what the workers acknowledged so far; they carry on meanwhile.
+        let mut items = std::mem::take(&mut self.deferred);
+        let mut counters: Vec<HashMap<u32, u64>> = Vec::new();
+        let mut backlog = 0u64;
+        for book in &shared.books {
+            let mut book = book.lock().unwrap();
+            backlog += (book.pending.capacity() * std::mem::size_of::<Pending>()) as u64;
+            items.append(&mut book.pending);
+            counters.push(book.counter_max.clone());
+        }
+        backlog += (items.capacity() * std::mem::size_of::<Pending>()) as u64;
+        self.verdict.peak_backlog_bytes = self.verdict.peak_backlog_bytes.max(backlog);
+        let run_ids: Vec<String> = shared.run_ids.lock().unwrap().ids.clone();
+
+        // Direct clients to the running members, and their current run_ids.
+        let mut clients: Vec<Option<Client>> = Vec::new();
+        for i in 0..self.servers.len() {
+            if self.states[i] == State::Running {
+                let client = direct(&self.servers[i]);
+                self.run_ids[i] = Some(run_id_of(&client));
+                clients.push(Some(client));
+            } else {
+                clients.push(None);
+            }
+        }
+        // In chunks, so a checkpoint's own memory (key lists, values read) is bounded
+        // whatever the backlog: the RSS bound is about the client, not about this.
+        for chunk in items.chunks(CHECK_CHUNK) {
+            self.check_chunk(chunk, &clients, &run_ids, shared);
+        }
+        // Counters: each process holds at least the highest value it acknowledged.
+        let mut wanted: Vec<Vec<String>> = vec![Vec::new(); self.servers.len()];
+        for (t, maxes) in counters.iter().enumerate() {
+            for &run in maxes.keys() {
+                if let Some(m) = self.member_of(run, &run_ids) {
+                    if self.states[m] == State::Running {
+                        wanted[m].push(counter_key(t));
+                    }
+                }
+            }
+        }
+        let held = read_all(&mut wanted, &clients);
+        for (t, maxes) in counters.iter().enumerate() {
+            let ctr = counter_key(t);
+            let mut done = Vec::new();
+            for (&run, &max) in maxes {
+                let Some(m) = self.member_of(run, &run_ids) else {
+                    done.push(run);
+                    continue;
+                };
+                if self.states[m] != State::Running {
+                    continue;
+                }
+                self.verdict.counters_checked += 1;
+                let now = held[m]
+                    .get(&ctr)
+                    .and_then(|x| x.strip_prefix(&format!("{ctr}="))?.parse::<u64>().ok())
+                    .unwrap_or(0);
+                if now < max {
+                    self.verdict.missing += 1;
+                    shared.problem(format!(
+                        "MISSING {ctr} on m{m} is {now}, below the {max} it acknowledged"
+                    ));
+                }
+            }
+            let mut book = shared.books[t].lock().unwrap();
+            for run in done {
+                book.counter_max.remove(&run);
+            }
+        }
+        for c in clients.into_iter().flatten() {
+            c.close();
+        }
+    }
+
+    /// The process a run_id belongs to now, if it is still a member's.
+    fn member_of(&self, run: u32, run_ids: &[String]) -> Option<usize> {
+        let id = run_ids.get(run as usize)?;
+        self.run_ids.iter().position(|r| r.as_ref() == Some(id))
+    }
+
+    fn check_chunk(
+        &mut self,
+        items: &[Pending],
+        clients: &[Option<Client>],
+        run_ids: &[String],
+        shared: &Shared,
+    ) {
+        let mut wanted: Vec<Vec<String>> = vec![Vec::new(); self.servers.len()];
+        enum Plan {
+            /// Read on these members; `settled`: no candidate is stopped; `dead`: a
+            /// candidate process has died.
+            Read {
+                members: Vec<usize>,
+                settled: bool,
+                dead: bool,
+            },
+            Defer,
+            Unverifiable,
+        }
+        let mut plans = Vec::with_capacity(items.len());
+        for item in items {
+            let plan = match *item {
+                Pending::Attributed { t, seq, run } => match self.member_of(run, run_ids) {
+                    None => Plan::Unverifiable,
+                    Some(m) if self.states[m] == State::Running => {
+                        wanted[m].push(key(t.into(), 'a', seq));
+                        Plan::Read {
+                            members: vec![m],
+                            settled: true,
+                            dead: false,
+                        }
+                    }
+                    Some(_) => Plan::Defer,
+                },
+                Pending::Plain {
+                    t,
+                    kind,
+                    seq,
+                    send,
+                    ack,
+                } => {
+                    let mut members = Vec::new();
+                    let (mut settled, mut dead) = (true, false);
+                    for (m, lives) in self.lives.iter().enumerate() {
+                        for life in lives {
+                            if life.start <= ack && life.end.is_none_or(|e| e >= send) {
+                                match (life.end, self.states[m]) {
+                                    (Some(_), _) => dead = true,
+                                    (None, State::Running) => members.push(m),
+                                    (None, _) => settled = false,
+                                }
+                            }
+                        }
+                    }
+                    for &m in &members {
+                        wanted[m].push(key(t.into(), kind as char, seq));
+                    }
+                    Plan::Read {
+                        members,
+                        settled,
+                        dead,
+                    }
+                }
+            };
+            plans.push(plan);
+        }
+        let held = read_all(&mut wanted, clients);
+
+        let seed = self.seed;
+        let v = &mut self.verdict;
+        for (item, plan) in items.iter().zip(plans) {
+            let (k, want, attributed) = match *item {
+                Pending::Attributed { t, seq, .. } => (
+                    key(t.into(), 'a', seq),
+                    value_of(seed, t.into(), 'a', seq),
+                    true,
+                ),
+                Pending::Plain { t, kind, seq, .. } => (
+                    key(t.into(), kind as char, seq),
+                    value_of(seed, t.into(), kind as char, seq),
+                    false,
+                ),
+            };
+            match plan {
+                Plan::Unverifiable => v.unverifiable += 1,
+                Plan::Defer => self.deferred.push(*item),
+                Plan::Read {
+                    members,
+                    settled,
+                    dead,
+                } => {
+                    let mut found = false;
+                    for &m in &members {
+                        match held[m].get(&k) {
+                            Some(got) if *got == want => found = true,
+                            Some(got) => {
+                                v.wrong_value += 1;
+                                shared.problem(format!("{k} on m{m} holds {got:?}"));
+                            }
+                            None => {}
+                        }
+                    }
+                    if found {
+                        v.verified += 1;
+                        if attributed {
+                            v.verified_attributed += 1;
+                        }
+                    } else if !settled {
+                        self.deferred.push(*item);
+                    } else if dead || members.is_empty() {
+                        v.unverifiable += 1;
+                    } else {
+                        v.missing += 1;
+                        let what = match *item {
+                            Pending::Attributed { run, .. } => format!(
+                                "{k}, acknowledged by run {}, is missing from that process",
+                                run_ids[run as usize]
+                            ),
+                            Pending::Plain { send, ack, .. } => format!(
+                                "{k} (sent {send} ms, acked {ack} ms) is on no process alive since"
+                            ),
+                        };
+                        shared.problem(format!("MISSING {what}"));
+                    }
+                }
+            }
         }
     }
 }
@@ -747,156 +1093,6 @@ fn mib(b: u64) -> String {
 }
 
 // ---------------------------------------------------------------------------------
-// Verification after the run.
-
-#[derive(Default)]
-struct Verdict {
-    verified: u64,
-    /// Of `verified`: attributed writes, checked on the very process that acked them.
-    verified_attributed: u64,
-    unverifiable: u64,
-    missing: u64,
-    wrong_value: u64,
-    counters_checked: u64,
-}
-
-/// What one surviving member holds: its run_id and a key reader.
-struct Survivor {
-    index: usize,
-    run_id: String,
-    client: Client,
-}
-
-impl Survivor {
-    /// MGET in chunks: key -> value.
-    fn read(&self, keys: &[String]) -> HashMap<String, String> {
-        let db = self.client.database().with_timeout(Duration::from_secs(10));
-        let mut out = HashMap::new();
-        for chunk in keys.chunks(500) {
-            let values: Vec<Option<String>> = db.mget(chunk).expect("MGET from a survivor");
-            for (k, v) in chunk.iter().zip(values) {
-                if let Some(v) = v {
-                    out.insert(k.clone(), v);
-                }
-            }
-        }
-        out
-    }
-}
-
-fn verify(
-    seed: u64,
-    acked: &[Acked],
-    lives: &[Vec<Life>],
-    survivors: &[Survivor],
-    problems: &mut Vec<String>,
-) -> Verdict {
-    let mut v = Verdict::default();
-    // Every key any check needs, read once per survivor.
-    let mut keys = Vec::new();
-    for (t, a) in acked.iter().enumerate() {
-        keys.extend(a.plain.iter().map(|&(k, s, ..)| key(t, k as char, s)));
-        keys.extend(a.attributed.iter().map(|&(s, _)| key(t, 'a', s)));
-        keys.push(counter_key(t));
-    }
-    let held: Vec<HashMap<String, String>> = survivors.iter().map(|s| s.read(&keys)).collect();
-    let alive_now = |member: usize| survivors.iter().position(|s| s.index == member);
-    for (t, a) in acked.iter().enumerate() {
-        for &(kind, seq, send, ack) in &a.plain {
-            let kind = kind as char;
-            let k = key(t, kind, seq);
-            let want = value_of(seed, t, kind, seq);
-            // Every process life that could have executed it.
-            let mut candidates = Vec::new();
-            let mut all_alive = true;
-            for (m, member_lives) in lives.iter().enumerate() {
-                for life in member_lives {
-                    if life.start <= ack && life.end.is_none_or(|e| e >= send) {
-                        match (life.end, alive_now(m)) {
-                            (None, Some(s)) => candidates.push(s),
-                            _ => all_alive = false,
-                        }
-                    }
-                }
-            }
-            let mut found = false;
-            for &s in &candidates {
-                match held[s].get(&k) {
-                    Some(got) if *got == want => found = true,
-                    Some(got) => {
-                        v.wrong_value += 1;
-                        problems.push(format!("{k} on m{} holds {got:?}", survivors[s].index));
-                    }
-                    None => {}
-                }
-            }
-            // Values are unique and written once, so finding it anywhere proves its
-            // executor kept it; not finding it is a loss only if no process that
-            // could have executed it has died since.
-            if found {
-                v.verified += 1;
-            } else if !all_alive || candidates.is_empty() {
-                v.unverifiable += 1;
-            } else {
-                v.missing += 1;
-                if problems.len() < 30 {
-                    problems.push(format!(
-                        "acknowledged {k} (sent {send} ms, acked {ack} ms) is on no member alive since"
-                    ));
-                }
-            }
-        }
-        for &(seq, run) in &a.attributed {
-            let (run_id, _) = &a.run_ids[run as usize];
-            let k = key(t, 'a', seq);
-            let Some(s) = survivors.iter().position(|s| &s.run_id == run_id) else {
-                v.unverifiable += 1;
-                continue;
-            };
-            match held[s].get(&k) {
-                Some(got) if *got == value_of(seed, t, 'a', seq) => {
-                    v.verified += 1;
-                    v.verified_attributed += 1;
-                }
-                Some(got) => {
-                    v.wrong_value += 1;
-                    problems.push(format!("{k} on m{} holds {got:?}", survivors[s].index));
-                }
-                None => {
-                    v.missing += 1;
-                    if problems.len() < 30 {
-                        problems.push(format!(
-                            "{k} acknowledged by m{} (run {run_id}), which stayed up, is missing",
-                            survivors[s].index
-                        ));
-                    }
-                }
-            }
-        }
-        let ctr = counter_key(t);
-        for (&run, &max) in &a.counter_max {
-            let (run_id, _) = &a.run_ids[run as usize];
-            let Some(s) = survivors.iter().position(|s| &s.run_id == run_id) else {
-                continue;
-            };
-            v.counters_checked += 1;
-            let now = held[s]
-                .get(&ctr)
-                .and_then(|x| x.strip_prefix(&format!("{ctr}="))?.parse::<u64>().ok())
-                .unwrap_or(0);
-            if now < max {
-                v.missing += 1;
-                problems.push(format!(
-                    "{ctr} on m{} is {now}, below the {max} it acknowledged",
-                    survivors[s].index
-                ));
-            }
-        }
-    }
-    v
-}
-
-// ---------------------------------------------------------------------------------
 
 #[test]
 fn chaos_soak() {
@@ -914,6 +1110,15 @@ fn chaos_soak() {
     );
     let servers = vec![s0, s1, s2];
     let ports: Vec<u16> = servers.iter().map(|s| s.port).collect();
+    let run_ids: Vec<Option<String>> = servers
+        .iter()
+        .map(|s| {
+            let c = direct(s);
+            let id = run_id_of(&c);
+            c.close();
+            Some(id)
+        })
+        .collect();
     let checks = HealthCheck {
         interval: Duration::from_millis(200),
         probe_count: 1,
@@ -946,6 +1151,8 @@ fn chaos_soak() {
         errors_by_kind: Mutex::new(BTreeMap::new()),
         problems: Mutex::new(Vec::new()),
         ports: ports.clone(),
+        books: (0..THREADS).map(|_| Mutex::new(Book::default())).collect(),
+        run_ids: Mutex::new(RunIds::default()),
     });
     let mut chaos = Chaos {
         servers,
@@ -957,8 +1164,12 @@ fn chaos_soak() {
             }];
             3
         ],
+        run_ids,
+        deferred: Vec::new(),
+        verdict: Verdict::default(),
         counts: FaultCounts::default(),
         log: Vec::new(),
+        seed,
     };
 
     // Memory and thread sampler.
@@ -993,7 +1204,7 @@ fn chaos_soak() {
                 shared: shared.clone(),
                 seq: 0,
                 published_seq: 0,
-                acked: Acked::default(),
+                recent: std::collections::VecDeque::with_capacity(4096),
             };
             thread::Builder::new()
                 .name(format!("soak-worker-{t}"))
@@ -1008,16 +1219,15 @@ fn chaos_soak() {
     // A quiet first second: traffic is flowing before the first fault.
     thread::sleep(Duration::from_millis(1000));
     while Instant::now() < end {
-        chaos.step(&mut rng, &group, t0);
+        chaos.step(&mut rng, &group, &shared);
         let pause = rng.millis(300, 1500);
         thread::sleep(pause.min(end.saturating_duration_since(Instant::now())));
     }
     let chaos_ms = ms_since(t0);
     shared.stop.store(true, Ordering::Relaxed);
-    let acked: Vec<Acked> = workers
-        .into_iter()
-        .map(|w| w.join().expect("a worker panicked"))
-        .collect();
+    for w in workers {
+        w.join().expect("a worker panicked");
+    }
     sampler.join().unwrap();
     chaos.settle();
 
@@ -1028,35 +1238,10 @@ fn chaos_soak() {
     let closed_clean = wait_until(Duration::from_secs(10), || threads_named("rr-").is_empty());
     let leaked_after_close = threads_named("rr-");
 
-    // Read the survivors directly, each with its own client.
-    let mut survivors = Vec::new();
-    for (i, server) in chaos.servers.iter().enumerate() {
-        if chaos.states[i] == State::Killed {
-            continue;
-        }
-        let client = Client::connect(format!("{},syncTimeout=10000", server.addr()))
-            .expect("connect to a survivor");
-        let info = client.database().info(Some("server")).expect("INFO");
-        let run_id = info
-            .lines()
-            .find_map(|l| l.strip_prefix("run_id:"))
-            .expect("run_id")
-            .trim()
-            .to_string();
-        survivors.push(Survivor {
-            index: i,
-            run_id,
-            client,
-        });
-    }
-    let mut problems = shared.problems.lock().unwrap().clone();
-    let verdict = verify(seed, &acked, &chaos.lives, &survivors, &mut problems);
-    for s in &survivors {
-        s.client.close();
-    }
-    drop(survivors);
+    // The last checkpoint: every member is running again.
+    chaos.checkpoint(&shared);
     let verify_clean = wait_until(Duration::from_secs(10), || threads_named("rr-").is_empty());
-    let leaked = leaked_after_close.len() + if verify_clean { 0 } else { 1 };
+    let leaked = leaked_after_close.len() + usize::from(!verify_clean);
 
     // Memory: warm-up peak, then the peak after it.
     let samples = rss_samples.lock().unwrap().clone();
@@ -1068,11 +1253,12 @@ fn chaos_soak() {
         .max()
         .unwrap_or(0);
     let peak = samples.iter().map(|&(_, b)| b).max().unwrap_or(0);
-    let own: u64 = acked.iter().map(Acked::bytes).sum();
-    let rss_bound = warm + own + RSS_MARGIN;
+    let verdict = &chaos.verdict;
+    let rss_bound = warm + verdict.peak_backlog_bytes + RSS_MARGIN;
 
     let c = &shared.counters;
     let ops = c.ops.load(Ordering::Relaxed);
+    let problems = shared.problems.lock().unwrap().clone();
     let mut summary = String::new();
     let _ = writeln!(summary, "=== chaos soak summary ===");
     let _ = writeln!(summary, "seed                   {seed:#x}");
@@ -1128,8 +1314,14 @@ fn chaos_soak() {
     );
     let _ = writeln!(
         summary,
-        "acked writes           {} verified ({} attributed by run_id), {} unverifiable (a possible acker died since), {} MISSING, {} wrong values; {} counters checked",
-        verdict.verified, verdict.verified_attributed, verdict.unverifiable, verdict.missing, verdict.wrong_value, verdict.counters_checked
+        "acked writes           {} verified ({} attributed by run_id), {} unverifiable (a possible acker died first), {} MISSING, {} wrong values; {} counter checks; {} checkpoints",
+        verdict.verified,
+        verdict.verified_attributed,
+        verdict.unverifiable,
+        verdict.missing,
+        verdict.wrong_value,
+        verdict.counters_checked,
+        verdict.checkpoints
     );
     let _ = writeln!(
         summary,
@@ -1154,12 +1346,27 @@ fn chaos_soak() {
     );
     let _ = writeln!(
         summary,
-        "peak RSS               {} (after warm-up {}; bound {} = warm-up + {} bookkeeping + {} margin)",
+        "peak RSS               {} (after warm-up {}; bound {} = warm-up + {} unchecked-write backlog + {} margin)",
         mib(peak),
         mib(warm),
         mib(rss_bound),
-        mib(own),
+        mib(verdict.peak_backlog_bytes),
         mib(RSS_MARGIN)
+    );
+    let at = |fraction: u32| {
+        let when = chaos_ms / 4 * fraction;
+        samples
+            .iter()
+            .find(|(t, _)| *t >= when)
+            .map_or(0, |&(_, b)| b)
+    };
+    let _ = writeln!(
+        summary,
+        "  RSS over the run     {} / {} / {} / {} at 25/50/75/100%",
+        mib(at(1)),
+        mib(at(2)),
+        mib(at(3)),
+        mib(samples.last().map_or(0, |&(_, b)| b))
     );
     let _ = writeln!(summary, "fault log (first 40):");
     for line in chaos.log.iter().take(40) {
