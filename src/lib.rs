@@ -7,9 +7,12 @@ pub mod availability;
 mod client;
 pub mod clock;
 mod commands;
+#[cfg(feature = "redis-compat")]
+mod compat;
 pub mod config;
 pub(crate) mod connection;
 mod error;
+pub mod maintenance;
 pub mod pubsub;
 pub mod resp;
 #[cfg(feature = "testkit")]
@@ -25,6 +28,7 @@ pub use commands::{
 };
 pub use config::{Endpoint, Options};
 pub use error::{Error, ErrorKind, FailureKind, MaintenanceKind, Result};
+pub use maintenance::{MaintenanceEvent, MaintenanceStatus};
 pub use pubsub::{Message, MessageKind, Subscriber, Subscription};
 
 /// Everything needed to call typed commands: `use resilient_redis::prelude::*;`.

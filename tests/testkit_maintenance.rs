@@ -242,3 +242,22 @@ fn raw_and_malformed_frames_go_to_opted_in_connections_as_is() {
     // The connection is still in step.
     assert_eq!(r.cmd(&["ECHO", "x"]), b("x"));
 }
+
+#[test]
+fn retention_can_be_switched_off_and_on() {
+    let server = FakeServer::start().unwrap();
+    server.notify(Notification::migrated(&["27"]));
+    server.set_retain_completions(false);
+    // Off forgets what was retained and retains nothing more.
+    server.notify(Notification::failed_over(&["21"]));
+    let mut r = Raw::resp3(server.addr());
+    assert_eq!(r.cmd(&["CLIENT", "MAINT_NOTIFICATIONS", "ON"]), ok());
+    assert_eq!(r.cmd(&["PING"]), pong(), "nothing replayed");
+    server.set_retain_completions(true);
+    let id = server.notify(Notification::failed_over(&["21"]));
+    let mut r = Raw::resp3(server.addr());
+    r.send(&["CLIENT", "MAINT_NOTIFICATIONS", "ON"]);
+    let chunk = r.read_one_chunk();
+    assert_eq!(chunk[0], ok());
+    assert_eq!(push_items(&chunk[1])[1], Value::Int(id as i64));
+}

@@ -1,5 +1,6 @@
 //! Group events.
 
+use super::health::ProbeResult;
 use super::member::Member;
 
 /// Why the active member changed.
@@ -22,6 +23,9 @@ pub enum ChangeReason {
     MemberRemoved,
     /// Weights or latencies changed.
     Rebalance,
+    /// A failback check passed or stopped passing: traffic moves to a member that became
+    /// eligible, or off a provisional member for an eligible one.
+    FailbackCheck,
 }
 
 /// Something that happened in a group.
@@ -43,6 +47,24 @@ pub enum GroupEvent {
         member: Member,
         /// Whether it is healthy now.
         healthy: bool,
+    },
+    /// A member's failback check reached a different verdict: only `Healthy` makes a
+    /// member that is not active eligible to take traffic.
+    FailbackCheckChanged {
+        /// The member.
+        member: Member,
+        /// The new verdict.
+        result: ProbeResult,
+    },
+    /// The active member started or stopped serving provisionally: chosen by the
+    /// liveness fallback because no live member was eligible by its failback check.
+    /// It is left for an eligible member as soon as one exists, and becomes ordinary
+    /// (`provisional: false`) once it passes its own failback check.
+    ProvisionalChanged {
+        /// The member.
+        member: Member,
+        /// Whether it serves provisionally now.
+        provisional: bool,
     },
     /// A member joined.
     MemberAdded(Member),

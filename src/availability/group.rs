@@ -16,6 +16,7 @@ use parking_lot::{Mutex, RwLock};
 
 use super::breaker::CircuitBreaker;
 use super::events::{ChangeReason, GroupEvent};
+use super::failback;
 use super::health::HealthCheck;
 use super::member::Member;
 use super::selection::{select, Candidate};
@@ -38,6 +39,10 @@ pub struct GroupOptions {
     /// How long a member must have been free of failures before it is put back in
     /// rotation automatically (0: at once; `Duration::MAX`: only by hand).
     pub failback_delay: Duration,
+    /// The failback check of every member (a member may override it): asked of members
+    /// that are not active, only `Healthy` makes them eligible. `None` (the default):
+    /// every member is eligible and selection is exactly as without the feature.
+    pub failback_check: Option<HealthCheck>,
     /// The clock health and failback timing use.
     pub clock: Arc<dyn Clock>,
 }
@@ -48,6 +53,7 @@ impl Default for GroupOptions {
             health_check: HealthCheck::default(),
             circuit_breaker: CircuitBreaker::default(),
             failback_delay: Duration::ZERO,
+            failback_check: None,
             clock: clock::system(),
         }
     }
@@ -67,6 +73,11 @@ impl GroupOptions {
     /// Sets the failback delay.
     pub fn failback_delay(mut self, delay: Duration) -> Self {
         self.failback_delay = delay;
+        self
+    }
+    /// Sets the failback check of every member (e.g. [`HealthCheck::lag_aware`]).
+    pub fn failback_check(mut self, check: HealthCheck) -> Self {
+        self.failback_check = Some(check);
         self
     }
     /// Sets the clock.
@@ -249,6 +260,8 @@ impl Group {
                     return false;
                 }
                 m.reset_unhealthy();
+                // The operator's choice stands in for a passed failback check.
+                m.inner.failback.vouch();
                 *inner.preferred.lock() = Some(m.clone());
                 inner.reselect(ChangeReason::Manual);
                 true
@@ -418,22 +431,49 @@ impl GroupInner {
         }
         let preferred = self.preferred.lock().clone();
         let current = self.active();
-        let candidates: Vec<Candidate> = members
+        // Only when some member has a failback check does eligibility enter in.
+        let gated = failback::any_check(&self.options, &members);
+        let kept = failback::kept(current.as_ref());
+        let live = |m: &Member| m.is_connected() && !m.is_unhealthy();
+        let mut candidates: Vec<Candidate> = members
             .iter()
             .map(|m| Candidate {
-                available: m.is_connected() && !m.is_unhealthy(),
+                available: live(m) && (!gated || failback::eligible(&self.options, m, kept)),
                 weight: m.weight(),
                 latency: m.latency(),
             })
             .collect();
         let index_of =
             |m: &Option<Member>| m.as_ref().and_then(|m| members.iter().position(|x| x == m));
-        let chosen = select(&candidates, index_of(&current), index_of(&preferred));
+        let mut chosen = select(&candidates, index_of(&current), index_of(&preferred));
+        // Kept while its own first verdict is under way: still provisional.
+        let mut provisional =
+            chosen.is_some() && chosen == index_of(&current) && failback::pending(kept);
+        if chosen.is_none() && gated {
+            // The liveness fallback: nobody eligible, serve from the best live member.
+            for (c, m) in candidates.iter_mut().zip(&members) {
+                c.available = live(m);
+            }
+            chosen = select(&candidates, index_of(&current), index_of(&preferred));
+            provisional = chosen.is_some();
+        }
         let next = match chosen {
             Some(i) => members.get(i).cloned(),
             // Nobody is available: keep serving from the current member if it is still
             // in the group (its own backlog and reconnects may yet save the call).
             None => current.clone().filter(|c| members.contains(c)),
+        };
+        let after = if gated {
+            failback::settle(
+                &self.options,
+                &members,
+                current.as_ref(),
+                next.as_ref(),
+                provisional,
+                chosen.is_some(),
+            )
+        } else {
+            Vec::new()
         };
         if next != current {
             *self.active.write() = next.clone();
@@ -460,6 +500,9 @@ impl GroupInner {
                 current: next,
                 reason,
             });
+        }
+        for event in after {
+            self.events.publish(event);
         }
     }
 

@@ -103,11 +103,28 @@ impl ProbePolicy for MajoritySuccess {
     }
 }
 
+/// Where a check's probe runs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ProbeScope {
+    /// Once per server the member serves from (the one server of a standalone
+    /// deployment, every slot-owning master of a cluster); the member fails when any
+    /// of them fails, and passes when at least one passes and none fails (a server
+    /// that cannot tell, such as a replica under `StringSet`, does not hold it back).
+    #[default]
+    Endpoint,
+    /// Once per member, against the endpoint it was configured with: for probes that
+    /// ask about the whole deployment (the Redis Enterprise availability API), where
+    /// asking per server would repeat the same question, or ask it of a name the
+    /// management plane does not know.
+    Member,
+}
+
 /// How a member is checked: every `interval`, up to `probe_count` probes of at most
 /// `probe_timeout` each, `probe_interval` apart after a failed one, judged by `policy`.
 ///
 /// The defaults are the values other clients converged on: 5 s, 3 probes, 3 s,
-/// 500 ms, `Ping`, `AllSuccess`. Clone and modify:
+/// 500 ms, `Ping`, `AllSuccess`, per endpoint. Clone and modify:
 ///
 /// ```
 /// use resilient_redis::availability::{HealthCheck, MajoritySuccess};
@@ -135,6 +152,8 @@ pub struct HealthCheck {
     pub probe: Arc<dyn Probe>,
     /// How results become a verdict.
     pub policy: Arc<dyn ProbePolicy>,
+    /// Once per server or once per member.
+    pub scope: ProbeScope,
 }
 
 impl Default for HealthCheck {
@@ -146,6 +165,7 @@ impl Default for HealthCheck {
             probe_interval: Duration::from_millis(500),
             probe: Arc::new(Ping),
             policy: Arc::new(AllSuccess),
+            scope: ProbeScope::Endpoint,
         }
     }
 }
@@ -177,9 +197,33 @@ impl HealthCheck {
     }
 }
 
+/// One verdict for a member from its servers' verdicts (see [`ProbeScope::Endpoint`]):
+/// any failure fails it, else any pass passes it, else (no server, or none could tell)
+/// it is Inconclusive.
+pub(crate) fn collate(results: impl IntoIterator<Item = ProbeResult>) -> ProbeResult {
+    let mut verdict = ProbeResult::Inconclusive;
+    for r in results {
+        match r {
+            ProbeResult::Unhealthy => return ProbeResult::Unhealthy,
+            ProbeResult::Healthy => verdict = ProbeResult::Healthy,
+            ProbeResult::Inconclusive => {}
+        }
+    }
+    verdict
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn endpoint_verdicts_collate_failure_first_and_inconclusive_never_passes() {
+        use ProbeResult::*;
+        assert_eq!(collate([Healthy, Unhealthy, Healthy]), Unhealthy);
+        assert_eq!(collate([Healthy, Inconclusive]), Healthy);
+        assert_eq!(collate([Inconclusive, Inconclusive]), Inconclusive);
+        assert_eq!(collate([]), Inconclusive);
+    }
 
     fn c(success: u32, failure: u32, inconclusive: u32, remaining: u32) -> ProbeCounts {
         ProbeCounts {

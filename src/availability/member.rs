@@ -7,7 +7,8 @@ use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 
-use super::health::HealthCheck;
+use super::failback::FailbackState;
+use super::health::{HealthCheck, ProbeResult};
 use crate::client::Client;
 use crate::commands::Database;
 use crate::config::Options;
@@ -28,6 +29,8 @@ pub(crate) struct Inner {
     name: String,
     weight: AtomicU32,
     pub(crate) health_check: Option<HealthCheck>,
+    pub(crate) failback_check: Option<HealthCheck>,
+    pub(crate) failback: FailbackState,
     pub(crate) client: OnceLock<Client>,
     pub(crate) database: OnceLock<Database>,
     unhealthy: AtomicBool,
@@ -59,6 +62,7 @@ impl std::fmt::Debug for Member {
             .field("name", &self.inner.name)
             .field("weight", &self.weight())
             .field("unhealthy", &self.is_unhealthy())
+            .field("provisional", &self.is_provisional())
             .finish()
     }
 }
@@ -96,6 +100,8 @@ impl Member {
                 name,
                 weight: AtomicU32::new(1),
                 health_check: None,
+                failback_check: None,
+                failback: FailbackState::default(),
                 client: OnceLock::new(),
                 database: OnceLock::new(),
                 unhealthy: AtomicBool::new(false),
@@ -130,6 +136,35 @@ impl Member {
     /// Overrides the group's health check for this member.
     pub fn with_health_check(self, check: HealthCheck) -> Member {
         self.configure(|i| i.health_check = Some(check))
+    }
+
+    /// Sets this member's failback check (overriding the group's): asked before traffic
+    /// moves *to* it, never of it while it serves. Only `Healthy` makes it eligible.
+    ///
+    /// ```
+    /// use resilient_redis::availability::{HealthCheck, LagAwareOptions, Member, RestCredentials};
+    /// let east = Member::new("redis-12000.cluster-east.example:12000").with_failback_check(
+    ///     HealthCheck::lag_aware(LagAwareOptions::new(|| {
+    ///         Some(RestCredentials::new("monitor@example.com", "secret"))
+    ///     })),
+    /// );
+    /// assert!(!east.is_provisional());
+    /// ```
+    pub fn with_failback_check(self, check: HealthCheck) -> Member {
+        self.configure(|i| i.failback_check = Some(check))
+    }
+
+    /// Whether it is active only through the liveness fallback: no live member passed
+    /// its failback check, so the group serves from the best live one and leaves it for
+    /// an eligible member as soon as one exists.
+    pub fn is_provisional(&self) -> bool {
+        self.inner.failback.is_provisional()
+    }
+
+    /// The latest verdict of its failback check since it last stopped being active or
+    /// live (`None`: not asked since, or no failback check).
+    pub fn failback_result(&self) -> Option<ProbeResult> {
+        self.inner.failback.result()
     }
 
     /// The name.

@@ -8,7 +8,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::health::{Probe, ProbeResult};
+use super::health::{collate, HealthCheck, Probe, ProbeResult, ProbeScope};
 use crate::client::cluster::key_slot;
 use crate::client::{Deployment, Node};
 use crate::commands::{Cmd, FromValue, RetryCategory};
@@ -76,6 +76,45 @@ impl ProbeTarget<'_> {
         }
         format!("{prefix}:{}", unique())
     }
+}
+
+/// Runs `check` for a member on the calling probe thread, once per member or once per
+/// serving server as its scope says; `None` when there is nothing to probe yet.
+pub(crate) fn run_check(
+    check: &HealthCheck,
+    member: &str,
+    deployment: &Arc<Deployment>,
+) -> Option<ProbeResult> {
+    let primary = deployment.primary()?;
+    let nodes = match (check.scope, deployment.cluster()) {
+        (ProbeScope::Endpoint, Some(state)) => {
+            // The serving masters, read off the slot map on this probe thread (16384
+            // lookups, well under a millisecond, once per check).
+            let mut masters: Vec<Endpoint> = Vec::new();
+            for slot in 0..crate::client::cluster::SLOT_COUNT {
+                if let Some(m) = state.master_for(slot) {
+                    if !masters.contains(&m) {
+                        masters.push(m);
+                    }
+                }
+            }
+            let nodes: Vec<Arc<Node>> = masters.iter().filter_map(|e| deployment.find(e)).collect();
+            // Before the slot map is known, the seed is all there is to ask.
+            if nodes.is_empty() {
+                vec![primary]
+            } else {
+                nodes
+            }
+        }
+        _ => vec![primary],
+    };
+    Some(collate(nodes.into_iter().map(|node| {
+        check.run(&ProbeTarget {
+            member,
+            node,
+            deployment: deployment.clone(),
+        })
+    })))
 }
 
 fn unique() -> u64 {

@@ -12,10 +12,11 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{bounded, Receiver, RecvTimeoutError};
 
 use super::events::ChangeReason;
+use super::failback;
 use super::group::GroupInner;
 use super::health::{HealthCheck, ProbeResult};
 use super::member::Member;
-use super::probes::ProbeTarget;
+use super::probes::{run_check, ProbeTarget};
 use crate::client::supervisor::{handle_wake, next_wait, tick, Heartbeats, Wake};
 use crate::commands::{Cmd, RetryCategory};
 
@@ -31,6 +32,7 @@ struct MemberState {
     next_check: Option<Instant>,
     running: Option<Receiver<CheckReport>>,
     connected: bool,
+    failback: failback::Runner,
 }
 
 pub(crate) fn run(group: Weak<GroupInner>, wake: Receiver<Wake>) {
@@ -77,11 +79,17 @@ fn pass(group: &GroupInner, states: &mut HashMap<u64, MemberState>) -> Duration 
             state.connected = connected;
             group.bump();
             let was_active = group.active().as_ref() == Some(member);
-            reason = Some(if !connected && was_active {
-                ChangeReason::HealthCheck
-            } else {
-                ChangeReason::Failback
-            });
+            if !connected {
+                // Losing the connection is a failure: it starts the failback delay, so
+                // a member that keeps dropping does not get traffic back at every
+                // reconnect.
+                group.member_failed(member, ChangeReason::HealthCheck);
+            }
+            if !connected && was_active {
+                reason = Some(ChangeReason::HealthCheck);
+            } else if reason.is_none() {
+                reason = Some(ChangeReason::Failback);
+            }
         }
         collect(group, member, state);
         let check = member
@@ -98,6 +106,15 @@ fn pass(group: &GroupInner, states: &mut HashMap<u64, MemberState>) -> Duration 
                 at.saturating_duration_since(now)
                     .max(Duration::from_millis(1)),
             );
+        }
+        let (changed, next) = failback::step(group, member, &mut state.failback, now);
+        if changed && reason != Some(ChangeReason::HealthCheck) {
+            // A failback verdict is a more specific cause than a member (re)connecting
+            // in the same pass; losing the active member stays the headline.
+            reason = Some(ChangeReason::FailbackCheck);
+        }
+        if let Some(next) = next {
+            wait = wait.min(next.max(Duration::from_millis(1)));
         }
     }
     group.reselect(reason.unwrap_or(ChangeReason::Rebalance));
@@ -141,7 +158,9 @@ fn start_check(member: &Member, check: HealthCheck) -> Option<Receiver<CheckRepo
                 node,
                 deployment: deployment.clone(),
             };
-            let result = check.run(&target);
+            let Some(result) = run_check(&check, &name, &deployment) else {
+                return;
+            };
             // A latency sample (one PING, timed) only from a member that answers, so a
             // silent member's verdict is not held back by another probe timeout.
             let latency = (result == ProbeResult::Healthy)

@@ -17,6 +17,7 @@ use crate::config::{Endpoint, Options};
 use crate::connection::timeouts::ServerTimeouts;
 use crate::connection::{tls, ConnectionConfig, ConnectionInfo, PushHandler};
 use crate::error::{Error, FailureKind, Result};
+use crate::maintenance::{EventRing, ServerMaintenance};
 use crate::pubsub::{self, Registry};
 use crate::resp::Value;
 
@@ -33,6 +34,8 @@ pub(crate) struct Deployment {
     pub(crate) breaker: Option<Arc<dyn BreakerPolicy>>,
     /// Set by a group: told at once when a breaker trips on one of our connections.
     pub(crate) on_breaker_trip: Option<Arc<dyn Fn() + Send + Sync>>,
+    /// Raises each maintenance event once although every node sends its own copy.
+    maint_ring: Arc<EventRing>,
 }
 
 impl Deployment {
@@ -48,6 +51,7 @@ impl Deployment {
             closed: AtomicBool::new(false),
             breaker: None,
             on_breaker_trip: None,
+            maint_ring: Arc::new(EventRing::new()),
         }
     }
 
@@ -140,12 +144,20 @@ impl Deployment {
             self.wake.clone(),
             self.on_breaker_trip.clone(),
         );
+        // Shared by every connection to this server, across reconnects: a window opened
+        // before a reconnect still covers the commands waiting for it.
+        let timeouts = Arc::new(ServerTimeouts::new(clock::system()));
+        let maint = Arc::new(ServerMaintenance::new(timeouts.clone(), &options));
         let config = ConnectionConfig {
             endpoint,
             options,
             tls,
-            timeouts: Arc::new(ServerTimeouts::new(clock::system())),
-            on_push: None,
+            timeouts,
+            on_push: Some(interactive_push_handler(
+                maint.clone(),
+                self.maint_ring.clone(),
+                self.events.clone(),
+            )),
             on_failure: Some(on_failure.clone()),
             role: "",
             subscriber: false,
@@ -155,7 +167,15 @@ impl Deployment {
         };
         let registry = self.registry.clone();
         let pubsub_config = ConnectionConfig {
-            on_push: Some(pubsub_push_handler(registry.clone(), self.wake.clone())),
+            on_push: Some(pubsub_push_handler(
+                registry.clone(),
+                self.wake.clone(),
+                MaintDispatch {
+                    server: maint,
+                    ring: self.maint_ring.clone(),
+                    events: self.events.clone(),
+                },
+            )),
             on_failure: Some(Arc::new(
                 move |info: &ConnectionInfo, kind: FailureKind, e: &Error| {
                     registry.forget_confirmations();
@@ -200,12 +220,61 @@ fn failure_handler(
     })
 }
 
+/// Where a connection's maintenance notifications go: its server's state, the
+/// client's de-duplication ring, and the client's events.
+struct MaintDispatch {
+    server: Arc<ServerMaintenance>,
+    ring: Arc<EventRing>,
+    events: Arc<EventBus<ClientEvent>>,
+}
+
+impl MaintDispatch {
+    /// Handles a maintenance notification; hands any other frame back.
+    fn dispatch(&self, info: &ConnectionInfo, frame: Value) -> Option<Value> {
+        match self.server.on_push(&self.ring, &info.endpoint, frame) {
+            Ok(Some(event)) => {
+                self.events.publish(ClientEvent::Maintenance(event));
+                None
+            }
+            Ok(None) => None,
+            Err(frame) => Some(frame),
+        }
+    }
+}
+
+/// The interactive connection's pushes: maintenance notifications (nothing else is
+/// expected there; anything else is dropped, never taken for a reply).
+fn interactive_push_handler(
+    server: Arc<ServerMaintenance>,
+    ring: Arc<EventRing>,
+    events: Arc<EventBus<ClientEvent>>,
+) -> PushHandler {
+    let maint = MaintDispatch {
+        server,
+        ring,
+        events,
+    };
+    Arc::new(move |info: &ConnectionInfo, frame: Value| {
+        if let Some(other) = maint.dispatch(info, frame) {
+            log::trace!("{}: push frame ignored: {other:?}", info.endpoint);
+        }
+    })
+}
+
 /// Routes pub/sub pushes into the registry; a subscription the server ended while we
 /// still want it (or refused with a redirect) goes to the supervisor to be
-/// re-established.
-fn pubsub_push_handler(registry: Arc<Registry>, wake: Sender<Wake>) -> PushHandler {
-    Arc::new(
-        move |info: &ConnectionInfo, frame: Value| match pubsub::parse(&frame) {
+/// re-established. Maintenance notifications are dispatched first: their element 1 is
+/// a sequence id, not a channel name.
+fn pubsub_push_handler(
+    registry: Arc<Registry>,
+    wake: Sender<Wake>,
+    maint: MaintDispatch,
+) -> PushHandler {
+    Arc::new(move |info: &ConnectionInfo, frame: Value| {
+        let Some(frame) = maint.dispatch(info, frame) else {
+            return;
+        };
+        match pubsub::parse(&frame) {
             Some(frame) => {
                 if let Some(key) = registry.apply(frame) {
                     let _ = wake.try_send(Wake::Resubscribe(key));
@@ -219,6 +288,6 @@ fn pubsub_push_handler(registry: Arc<Registry>, wake: Sender<Wake>) -> PushHandl
                 Some(m) => log::warn!("{}: subscription refused: {m}", info.endpoint),
                 None => log::trace!("{}: push frame ignored", info.endpoint),
             },
-        },
-    )
+        }
+    })
 }

@@ -7,6 +7,7 @@ use parking_lot::Mutex;
 
 use crate::config::Endpoint;
 use crate::error::{Error, FailureKind};
+use crate::maintenance::MaintenanceEvent;
 
 /// Something that happened to a client's connections.
 #[derive(Clone, Debug)]
@@ -35,6 +36,9 @@ pub enum ClientEvent {
         /// The error, classified.
         error: Error,
     },
+    /// A server announced maintenance (see [`crate::maintenance`]); raised once per
+    /// event although every node sends its own copy.
+    Maintenance(MaintenanceEvent),
 }
 
 /// How many events a subscriber may leave unread before newer ones are dropped: a slow

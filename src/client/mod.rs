@@ -145,7 +145,8 @@ impl Client {
     }
 
     fn connect_with(options: Options, member: Option<MemberSetup>) -> Result<Client> {
-        let options = Arc::new(options);
+        // Once, on a copy: the caller's options stay as written (see `Options::provider`).
+        let options = Arc::new(options.with_provider_defaults());
         if options.endpoints.is_empty() {
             return Err(Error::new(ErrorKind::Config, "no endpoint given"));
         }
@@ -228,7 +229,9 @@ impl Client {
         self.handle.inner.deployment.events.subscribe()
     }
 
-    /// The options in force.
+    /// The options in force: the ones given, with the defaults of their provider (see
+    /// [`Options::provider`]) filled in where nothing was set. Their `Display` still
+    /// writes none of the provider's values.
     pub fn options(&self) -> &Options {
         &self.handle.inner.options
     }
@@ -237,6 +240,27 @@ impl Client {
     pub fn is_connected(&self) -> bool {
         let nodes = self.handle.inner.deployment.nodes();
         !nodes.is_empty() && nodes.iter().all(|n| n.current().is_some())
+    }
+
+    /// Maintenance-notification state per server: whether the interactive connection
+    /// is up and opted in (re-armed on every reconnect), and which announced
+    /// maintenance has timeouts relaxed now. See [`crate::maintenance`].
+    pub fn maintenance_status(&self) -> Vec<crate::maintenance::MaintenanceStatus> {
+        self.handle
+            .inner
+            .deployment
+            .nodes()
+            .iter()
+            .map(|n| {
+                let conn = n.current();
+                crate::maintenance::MaintenanceStatus {
+                    endpoint: n.endpoint.clone(),
+                    connected: conn.is_some(),
+                    opted_in: conn.is_some_and(|c| c.maint_notifications()),
+                    in_force: n.interactive.config.timeouts.maintenance(),
+                }
+            })
+            .collect()
     }
 
     /// Whether this client talks to a Redis Cluster.

@@ -134,11 +134,13 @@ impl Node {
     ) -> Result<Outcome> {
         let start = Instant::now();
         let deadline = deadline_after(start, timeout);
+        let timeouts = &self.interactive.config.timeouts;
         loop {
             if self.is_closed() {
                 return Err(self.closed_error());
             }
             if let Some(conn) = self.current() {
+                // The connection relaxes this itself, re-reading the window as it waits.
                 let left = deadline.saturating_duration_since(Instant::now());
                 match conn.request(
                     frame,
@@ -151,7 +153,9 @@ impl Node {
                     Err(RequestError::Unsent(_)) => {}
                 }
             }
-            self.wait_for_connection(deadline)?;
+            // A relaxed window (maintenance) also covers the wait for the reconnect it
+            // announced; re-read each turn.
+            self.wait_for_connection(deadline_after(start, timeouts.effective(timeout)))?;
         }
     }
 
@@ -163,6 +167,7 @@ impl Node {
                 "not connected (backlog=failfast)",
             )
             .with_endpoint(self.endpoint.to_string())
+            .with_maintenance(maintenance_in_force(self))
             .unsent());
         }
         let waiting = self.backlog_waiting.fetch_add(1, Ordering::AcqRel) + 1;
@@ -188,7 +193,8 @@ impl Node {
                     "timed out waiting for the connection to come back",
                 )
                 .with_endpoint(self.endpoint.to_string())
-                .with_failure(FailureKind::SocketClosed));
+                .with_failure(FailureKind::SocketClosed)
+                .with_maintenance(maintenance_in_force(self)));
             }
         }
         Ok(())
@@ -257,6 +263,11 @@ pub(crate) fn subscribe_frames(keys: &[Key], subscribe: bool) -> Vec<u8> {
         }
     }
     frame
+}
+
+/// The announced maintenance in force on `node`'s server, for its errors.
+fn maintenance_in_force(node: &Node) -> crate::error::MaintenanceKind {
+    node.interactive.config.timeouts.maintenance()
 }
 
 struct Decrement<'a>(&'a AtomicUsize);

@@ -63,16 +63,11 @@ impl Router for DeploymentRouter {
             return ClusterRouter::new(deployment, &state).send_many(cmds, timeout, atomic);
         }
         let timeout = timeout.unwrap_or(deployment.options.command_timeout);
-        let mut frame = Vec::with_capacity(cmds.iter().map(|c| c.frame().len()).sum());
-        for c in cmds {
-            frame.extend_from_slice(c.frame());
-        }
         let name = cmds.first().map_or("", |c| c.name());
-        match self.primary()?.request(&frame, cmds.len(), timeout, true) {
-            Ok(Outcome::Many(v)) => Ok(v),
-            Ok(Outcome::One(v)) => Ok(vec![v]),
-            Ok(Outcome::Failed(e)) | Err(e) => Err(e.with_command(name)),
-        }
+        self.primary()?
+            .request(&Cmd::concat(cmds), cmds.len(), timeout, true)
+            .and_then(Outcome::into_values)
+            .map_err(|e| e.with_command(name))
     }
 }
 
@@ -125,18 +120,10 @@ impl Router for LeasedRouter {
         timeout: Option<Duration>,
         _atomic: bool,
     ) -> Result<Vec<Value>> {
-        let mut frame = Vec::new();
-        for c in cmds {
-            frame.extend_from_slice(c.frame());
-        }
-        match self
-            .lease
-            .request(&frame, cmds.len(), timeout.unwrap_or(self.timeout))?
-        {
-            Outcome::Many(v) => Ok(v),
-            Outcome::One(v) => Ok(vec![v]),
-            Outcome::Failed(e) => Err(e),
-        }
+        let timeout = timeout.unwrap_or(self.timeout);
+        self.lease
+            .request(&Cmd::concat(cmds), cmds.len(), timeout)?
+            .into_values()
     }
 
     fn leased(&self, _key: Option<&[u8]>, _timeout: Option<Duration>) -> Result<Arc<dyn Router>> {

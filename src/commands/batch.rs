@@ -21,7 +21,7 @@ use crate::resp::Value;
 #[derive(Default)]
 struct Results {
     replies: Option<Vec<Option<Value>>>,
-    names: Vec<String>,
+    names: Vec<std::borrow::Cow<'static, str>>,
     failure: Option<Error>,
 }
 
@@ -56,7 +56,7 @@ impl<T: FromValue> Handle<T> {
             ));
         };
         drop(r);
-        convert(reply, &Cmd::new(name))
+        convert(reply, &name)
     }
 }
 
@@ -84,12 +84,7 @@ impl Queue {
     }
 
     fn finish(&self, outcome: Result<Vec<Value>>) -> Result<()> {
-        let names = self
-            .cmds
-            .borrow()
-            .iter()
-            .map(|c| c.name().to_string())
-            .collect();
+        let names = self.cmds.borrow().iter().map(Cmd::name_cow).collect();
         let mut r = self.results.lock();
         r.names = names;
         match outcome {

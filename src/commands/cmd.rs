@@ -27,7 +27,7 @@ pub struct Cmd {
     argc: usize,
     name: Cow<'static, str>,
     category: RetryCategory,
-    keys: Vec<Range<usize>>,
+    keys: KeyRanges,
     block: Option<Duration>,
 }
 
@@ -35,7 +35,9 @@ impl Cmd {
     /// A command with the given name (sent as given) and retry category `Never`.
     pub fn new(name: impl Into<Cow<'static, str>>) -> Cmd {
         let name = name.into();
-        let mut buf = Vec::with_capacity(HEADER_ROOM + 16 + name.len() * 2);
+        // Room for the name and a typical key and value, so a small command is
+        // encoded without growing its buffer.
+        let mut buf = Vec::with_capacity(HEADER_ROOM + 80 + name.len());
         buf.resize(HEADER_ROOM, 0);
         let mut cmd = Cmd {
             buf,
@@ -43,7 +45,7 @@ impl Cmd {
             argc: 0,
             name: Cow::Borrowed(""),
             category: RetryCategory::Never,
-            keys: Vec::new(),
+            keys: KeyRanges::default(),
             block: None,
         };
         // Subcommand names ("CLIENT SETNAME") are sent as separate arguments.
@@ -120,6 +122,11 @@ impl Cmd {
         &self.name
     }
 
+    /// The name, cheap to keep (typed commands' names are static).
+    pub(crate) fn name_cow(&self) -> Cow<'static, str> {
+        self.name.clone()
+    }
+
     /// The retry category.
     pub fn retry_category(&self) -> RetryCategory {
         self.category
@@ -130,6 +137,16 @@ impl Cmd {
         self.block
     }
 
+    /// The frames of several commands, one after the other: one write for a pipeline.
+    pub(crate) fn concat<'a>(cmds: impl IntoIterator<Item = &'a Cmd> + Clone) -> Vec<u8> {
+        let len = cmds.clone().into_iter().map(|c| c.frame().len()).sum();
+        let mut frame = Vec::with_capacity(len);
+        for c in cmds {
+            frame.extend_from_slice(c.frame());
+        }
+        frame
+    }
+
     /// The encoded frame, ready for the wire.
     pub fn frame(&self) -> &[u8] {
         &self.buf[self.header_start..]
@@ -137,7 +154,7 @@ impl Cmd {
 
     /// The key arguments, for routing by slot.
     pub fn keys(&self) -> impl ExactSizeIterator<Item = &[u8]> {
-        self.keys.iter().map(|r| &self.buf[r.clone()])
+        self.keys.iter().map(|r| &self.buf[r])
     }
 
     /// The arguments after the command name(s), raw (for splitting a multi-key command).
@@ -186,11 +203,58 @@ impl Cmd {
     }
 }
 
+/// Where the keys are in the buffer. Nearly every command has one key: it is kept
+/// inline, so a keyed command costs no allocation for it (a batch of 10k SETs did
+/// 10k of them).
+#[derive(Clone, Debug, Default)]
+struct KeyRanges {
+    first: Option<Range<usize>>,
+    rest: Vec<Range<usize>>,
+}
+
+impl KeyRanges {
+    fn push(&mut self, r: Range<usize>) {
+        if self.first.is_none() {
+            self.first = Some(r);
+        } else {
+            self.rest.push(r);
+        }
+    }
+
+    fn iter(&self) -> impl ExactSizeIterator<Item = Range<usize>> + '_ {
+        let n = usize::from(self.first.is_some()) + self.rest.len();
+        Counted {
+            inner: self.first.iter().chain(self.rest.iter()).cloned(),
+            left: n,
+        }
+    }
+}
+
+/// An iterator that knows its length (a `Chain` does not claim to).
+struct Counted<I> {
+    inner: I,
+    left: usize,
+}
+
+impl<I: Iterator> Iterator for Counted<I> {
+    type Item = I::Item;
+    fn next(&mut self) -> Option<I::Item> {
+        let item = self.inner.next()?;
+        self.left = self.left.saturating_sub(1);
+        Some(item)
+    }
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (self.left, Some(self.left))
+    }
+}
+
+impl<I: Iterator> ExactSizeIterator for Counted<I> {}
+
 /// Where `ToArgs` implementations write: each `write` is one argument.
 pub struct ArgWriter<'a> {
     buf: &'a mut Vec<u8>,
     argc: usize,
-    keys: Option<&'a mut Vec<Range<usize>>>,
+    keys: Option<&'a mut KeyRanges>,
 }
 
 impl ArgWriter<'_> {

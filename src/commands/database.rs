@@ -128,7 +128,7 @@ impl Database {
             None => self.router.send(cmd, self.timeout)?,
             Some(policy) => retrying::send(&*self.router, cmd, self.timeout, policy)?,
         };
-        convert(reply, cmd)
+        convert(reply, cmd.name())
     }
 
     /// An optimistic transaction that guards a read-modify-write: `WATCH keys` on a
@@ -222,11 +222,11 @@ impl Database {
 }
 
 /// Converts a reply, turning an error reply into a classified error naming the command.
-pub(crate) fn convert<T: FromValue>(reply: Value, cmd: &Cmd) -> Result<T> {
+pub(crate) fn convert<T: FromValue>(reply: Value, name: &str) -> Result<T> {
     if let Some(message) = reply.error_message() {
-        return Err(Error::from_server_reply(message).with_command(cmd.name()));
+        return Err(Error::from_server_reply(message).with_command(name));
     }
-    T::from_value(reply).map_err(|e| e.with_command(cmd.name()))
+    T::from_value(reply).map_err(|e| e.with_command(name))
 }
 
 impl Commands for Database {

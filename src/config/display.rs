@@ -8,6 +8,7 @@ use std::fmt;
 use std::time::Duration;
 
 use super::keys::OptionKey;
+use super::provider::ProviderSays;
 use super::{BacklogPolicy, MaintNotifications, Options, Protocol};
 
 /// Writes `endpoints,key=value,...`: the endpoints, then every key whose value differs
@@ -15,7 +16,12 @@ use super::{BacklogPolicy, MaintNotifications, Options, Protocol};
 ///
 /// - The password is never written; `Options::parse(&o.to_string())` gives back `o`
 ///   without its password.
-/// - `defaults=<name>` is written only when a provider was chosen by name.
+/// - `defaults=<name>` is written only when a provider was chosen by name, and a
+///   provider's values never are: where a provider applies ([`Options::provider`]), a
+///   setting holding the value the provider fills in is omitted (parsing the string
+///   again re-derives it), and a setting given explicitly is written even when it holds
+///   the library default (`ssl=false`, `maintNotifications=disabled`), so that it stays
+///   pinned against the provider.
 /// - TLS is written as `ssl=true` plus the `ssl*` keys that are set. In-memory CA
 ///   certificates (`TlsOptions::ca_pem`) have no option-string form and are omitted.
 /// - Durations are written in their key's unit: whole milliseconds (rounded up, so a
@@ -53,7 +59,11 @@ fn value_to_write(o: &Options, defaults: &Options, key: OptionKey) -> Option<Str
         OptionKey::DefaultDatabase => {
             (o.database != defaults.database).then(|| o.database.to_string())
         }
-        OptionKey::Ssl => tls.map(|_| "true".to_string()),
+        OptionKey::Ssl => match o.provider_tls() {
+            ProviderSays::Omit => None,
+            ProviderSays::WritePinnedDefault => Some("false".to_string()),
+            ProviderSays::Nothing => tls.map(|_| "true".to_string()),
+        },
         OptionKey::SslHost => tls?.server_name.clone(),
         OptionKey::SslCaFile => tls?.ca_file.as_ref().map(|p| p.display().to_string()),
         OptionKey::SslCert => tls?
@@ -68,6 +78,7 @@ fn value_to_write(o: &Options, defaults: &Options, key: OptionKey) -> Option<Str
         OptionKey::ConnectTimeout => differs(o.connect_timeout, defaults.connect_timeout),
         OptionKey::SyncTimeout => differs(o.command_timeout, defaults.command_timeout),
         OptionKey::KeepAlive => differs(o.keep_alive, defaults.keep_alive),
+        OptionKey::Protocol if o.provider_protocol() == ProviderSays::Omit => None,
         OptionKey::Protocol => o.protocol.map(|p| {
             match p {
                 Protocol::Resp2 => "resp2",
@@ -95,15 +106,12 @@ fn value_to_write(o: &Options, defaults: &Options, key: OptionKey) -> Option<Str
         OptionKey::ReconnectMax => differs(o.reconnect_max_delay, defaults.reconnect_max_delay),
         OptionKey::BlockingPool => (o.blocking_pool_size != defaults.blocking_pool_size)
             .then(|| o.blocking_pool_size.to_string()),
-        OptionKey::MaintNotifications => (o.maint_notifications != defaults.maint_notifications)
-            .then(|| {
-                match o.maint_notifications {
-                    MaintNotifications::Disabled => "disabled",
-                    MaintNotifications::Auto => "auto",
-                    MaintNotifications::Enabled => "enabled",
-                }
-                .to_string()
-            }),
+        OptionKey::MaintNotifications => match o.provider_maint() {
+            ProviderSays::Omit => None,
+            ProviderSays::WritePinnedDefault => Some(maint_mode(o.maint_notifications)),
+            ProviderSays::Nothing => (o.maint_notifications != defaults.maint_notifications)
+                .then(|| maint_mode(o.maint_notifications)),
+        },
         OptionKey::MaintRelaxedTimeout => (o.maint_relaxed_timeout
             != defaults.maint_relaxed_timeout)
             .then(|| seconds(o.maint_relaxed_timeout)),
@@ -114,6 +122,15 @@ fn value_to_write(o: &Options, defaults: &Options, key: OptionKey) -> Option<Str
         }
         OptionKey::Defaults => o.defaults.clone(),
     }
+}
+
+fn maint_mode(m: MaintNotifications) -> String {
+    match m {
+        MaintNotifications::Disabled => "disabled",
+        MaintNotifications::Auto => "auto",
+        MaintNotifications::Enabled => "enabled",
+    }
+    .to_string()
 }
 
 /// Whole milliseconds, rounded up: rounding down could write `0`, which parses as an

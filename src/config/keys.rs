@@ -227,7 +227,10 @@ impl Settings {
                 o.command_timeout = millis(value).ok_or_else(|| bad(MILLIS))?
             }
             OptionKey::KeepAlive => o.keep_alive = millis(value).ok_or_else(|| bad(MILLIS))?,
-            OptionKey::Protocol => o.protocol = Some(protocol(value).ok_or_else(|| bad(PROTOCOL))?),
+            OptionKey::Protocol => {
+                o.protocol = Some(protocol(value).ok_or_else(|| bad(PROTOCOL))?);
+                o.explicit.protocol = true;
+            }
             OptionKey::AbortConnect => o.abort_connect = boolean(value).ok_or_else(|| bad(BOOL))?,
             OptionKey::ReplicaReads => o.replica_reads = boolean(value).ok_or_else(|| bad(BOOL))?,
             OptionKey::Backlog => o.backlog = backlog(value).ok_or_else(|| bad(BACKLOG))?,
@@ -242,7 +245,8 @@ impl Settings {
                 o.blocking_pool_size = count(value).ok_or_else(|| bad(COUNT))?
             }
             OptionKey::MaintNotifications => {
-                o.maint_notifications = maint_mode(value).ok_or_else(|| bad(MAINT_MODE))?
+                o.maint_notifications = maint_mode(value).ok_or_else(|| bad(MAINT_MODE))?;
+                o.explicit.maint = true;
             }
             OptionKey::MaintRelaxedTimeout => {
                 o.maint_relaxed_timeout = seconds(value).ok_or_else(|| bad(SECONDS))?
@@ -278,6 +282,8 @@ impl Settings {
             Some((on, _)) => on || self.scheme_tls,
             None => self.scheme_tls,
         };
+        // Explicit either way: `ssl=false` must beat a provider's TLS default.
+        self.options.explicit.tls = self.ssl.is_some() || self.scheme_tls;
         if tls_on {
             match (&self.tls.client_cert_file, &self.tls.client_key_file) {
                 (Some(_), None) => {

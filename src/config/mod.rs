@@ -8,13 +8,22 @@ mod keys;
 mod option_string;
 mod options;
 mod parse;
+mod provider;
 mod url;
 
 #[cfg(test)]
 mod tests;
 
+#[cfg(test)]
+pub(crate) use options::Explicit;
 pub use options::{
     BacklogPolicy, Endpoint, MaintNotifications, MovingEndpointType, Options, OptionsBuilder,
     Protocol, Secret, TlsOptions,
 };
 pub(crate) use parse::parse_endpoint;
+
+/// The names `defaults=<name>` accepts.
+#[allow(dead_code)] // read by the provider registry's tests
+pub(crate) fn provider_names() -> &'static [&'static str] {
+    &keys::PROVIDERS
+}

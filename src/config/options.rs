@@ -65,15 +65,20 @@ pub enum Protocol {
     Resp3,
 }
 
-/// Whether to opt in to maintenance notifications (see the maintenance guide).
+/// Whether to opt in to maintenance notifications (see [`crate::maintenance`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum MaintNotifications {
-    /// Never ask (the default).
+    /// Never ask (the default: most servers have never heard of the subcommand).
     #[default]
     Disabled,
-    /// Ask; a refusal is absorbed and the connection works without them.
+    /// Ask on every connection; a refusal (or a server that cannot speak RESP3) is
+    /// absorbed, logged once per endpoint at debug level, and the connection works
+    /// without them, for its whole life.
     Auto,
-    /// Required: a connection that cannot get them is refused.
+    /// **Required**, not merely "on": a connection is refused, with an error saying
+    /// why, when the server refuses the subcommand, answers `HELLO 3` in RESP2, or the
+    /// configuration cannot ask (`protocol=resp2`). On Redis Enterprise a cluster-level
+    /// flag decides whether the subcommand exists at all.
     Enabled,
 }
 
@@ -209,8 +214,24 @@ pub struct Options {
     pub maint_post_event_relaxed: Option<Duration>,
     /// `moving-endpoint-type` to ask for (`maintMovingEndpointType`); detected when unset.
     pub maint_moving_endpoint_type: Option<MovingEndpointType>,
-    /// A provider chosen explicitly with `defaults=<name>`.
+    /// A provider chosen explicitly with `defaults=<name>` (see [`Options::provider`]).
     pub defaults: Option<String>,
+    /// Which provider-defaultable settings were given explicitly.
+    pub(crate) explicit: Explicit,
+}
+
+/// Which of the settings a provider may default were given explicitly, in an option
+/// string, a URL or through [`OptionsBuilder`]: a provider's defaults never override
+/// them, not even when they hold the library default (`ssl=false`). A field assigned
+/// directly in code counts as set when it differs from the library default.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Explicit {
+    /// `ssl`, a `rediss://` scheme, `OptionsBuilder::tls` / `no_tls`.
+    pub tls: bool,
+    /// `protocol`, `OptionsBuilder::protocol`.
+    pub protocol: bool,
+    /// `maintNotifications`, `OptionsBuilder::maint_notifications`.
+    pub maint: bool,
 }
 
 impl Default for Options {
@@ -239,6 +260,7 @@ impl Default for Options {
             maint_post_event_relaxed: None,
             maint_moving_endpoint_type: None,
             defaults: None,
+            explicit: Explicit::default(),
         }
     }
 }
@@ -301,6 +323,14 @@ impl OptionsBuilder {
     /// TLS settings.
     pub fn tls(mut self, tls: TlsOptions) -> Self {
         self.options.tls = Some(tls);
+        self.options.explicit.tls = true;
+        self
+    }
+    /// Plain TCP, even where a provider's defaults would turn TLS on (the builder's
+    /// counterpart of `ssl=false`).
+    pub fn no_tls(mut self) -> Self {
+        self.options.tls = None;
+        self.options.explicit.tls = true;
         self
     }
     /// Connect timeout.
@@ -321,6 +351,7 @@ impl OptionsBuilder {
     /// Forced protocol.
     pub fn protocol(mut self, p: Protocol) -> Self {
         self.options.protocol = Some(p);
+        self.options.explicit.protocol = true;
         self
     }
     /// Whether `connect` fails when the first connection cannot be made.
@@ -344,9 +375,25 @@ impl OptionsBuilder {
         self.options.replica_reads = on;
         self
     }
-    /// Maintenance notifications opt-in.
+    /// Maintenance notifications opt-in (explicit: a provider's default never
+    /// overrides it, `Disabled` included).
     pub fn maint_notifications(mut self, mode: MaintNotifications) -> Self {
         self.options.maint_notifications = mode;
+        self.options.explicit.maint = true;
+        self
+    }
+    /// Relaxed timeouts during maintenance: the relaxed command timeout (a floor),
+    /// the backstop of a window nothing closes, and the tail after a closing
+    /// notification (`None`: 3x and 2x the relaxed timeout).
+    pub fn maint_relaxed_timeouts(
+        mut self,
+        relaxed: Duration,
+        window_max: Option<Duration>,
+        post_event: Option<Duration>,
+    ) -> Self {
+        self.options.maint_relaxed_timeout = relaxed;
+        self.options.maint_relaxed_window_max = window_max;
+        self.options.maint_post_event_relaxed = post_event;
         self
     }
     /// The finished options.

@@ -204,7 +204,7 @@ impl Options {
     /// | `maintRelaxedWindowMax` | Backstop for a relaxed window nothing closes | **seconds** | 3 × relaxed timeout |
     /// | `maintPostEventRelaxed` | Relaxed tail after a closing notification | **seconds** | 2 × relaxed timeout |
     /// | `maintMovingEndpointType` | Address form `MOVING` should carry | `internal-ip`, `internal-fqdn`, `external-ip`, `external-fqdn`, `none` | detected |
-    /// | `defaults` | Provider whose deployment defaults apply | `amr`, `azure`, `rediscloud`, `enterprise` | detected from the host |
+    /// | `defaults` | Provider whose deployment defaults apply ([`Options::provider`]): they fill in only what is not set | `amr`, `azure`, `rediscloud`, `enterprise` | recognised from the host |
     ///
     /// The `ssl*` keys other than `ssl` itself need TLS on (`ssl=true` anywhere in the
     /// string, or a `rediss://` URL): without it they would silently do nothing, so they

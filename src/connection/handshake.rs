@@ -4,13 +4,24 @@
 //!
 //! Runs synchronously with the socket's read timeout as the deadline; push frames that
 //! arrive mid-handshake are kept for the push handler instead of being taken as replies.
+//!
+//! Maintenance notifications: `CLIENT MAINT_NOTIFICATIONS ON moving-endpoint-type <t>`
+//! goes in the same pipelined round as `HELLO 3`. The negotiated protocol is not known
+//! when it is written, so the request is speculative and reconciled once every reply
+//! is in: live only on RESP3 with `+OK`. `enabled` then refuses the connection
+//! otherwise; `auto` goes on without (see `crate::maintenance`). Enterprise replays
+//! the last MIGRATED / FAILED_OVER right after the `+OK`, in the same read: such push
+//! frames land in `early_pushes` (or stay in the decoder for the reader thread), never
+//! among the replies.
 
+use std::net::IpAddr;
 use std::time::Instant;
 
 use super::transport::Transport;
 use super::ConnectionConfig;
-use crate::config::{Options, Protocol};
+use crate::config::{MaintNotifications, Options, Protocol};
 use crate::error::{Error, ErrorKind, Result};
+use crate::maintenance;
 use crate::resp::{write_arg, write_command_header, Decoder, Value};
 
 /// What the handshake learned.
@@ -20,6 +31,8 @@ pub(crate) struct Handshake {
     pub early_pushes: Vec<Value>,
     /// The server's `HELLO` map (RESP3 only): version, role, id, mode.
     pub server: Vec<(Value, Value)>,
+    /// Whether maintenance notifications were opted in to (RESP3 and `+OK`).
+    pub maint_notifications: bool,
 }
 
 /// Frames written and replies awaited in one pipelined round trip.
@@ -45,18 +58,28 @@ impl Round {
     }
 }
 
+/// `peer`: the address connected to, for the `moving-endpoint-type` detection.
 pub(crate) fn run(
     transport: &mut Transport,
     decoder: &mut Decoder,
     cfg: &ConnectionConfig,
     deadline: Instant,
+    peer: Option<IpAddr>,
 ) -> Result<Handshake> {
     let options: &Options = &cfg.options;
     let mut hs = Handshake {
         protocol: Protocol::Resp2,
         early_pushes: Vec::new(),
         server: Vec::new(),
+        maint_notifications: false,
     };
+    let maint = MaintOptIn::new(cfg, peer);
+    if options.protocol == Some(Protocol::Resp2) {
+        maint.unavailable(
+            "protocol=resp2 is forced, and notifications need RESP3",
+            ErrorKind::Config,
+        )?;
+    }
     let password = options.password.as_ref().map(|p| p.expose().as_bytes());
     let user = options.user.as_deref().unwrap_or("default").as_bytes();
     let db = options.database.to_string();
@@ -77,13 +100,24 @@ pub(crate) fn run(
         if cfg.readonly {
             round.push("READONLY", &[b"READONLY"]);
         }
+        let maint_at = maint.asks().then(|| {
+            let args = maint.args();
+            let args: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
+            round.push("CLIENT", &args);
+            round.names.len() - 1
+        });
         let replies = exchange(transport, decoder, &round, deadline, &mut hs)?;
         match &replies[0] {
             Value::Map(pairs) => {
                 hs.protocol = Protocol::Resp3;
                 hs.server = pairs.clone();
-                for (name, reply) in round.names.iter().zip(&replies).skip(1) {
-                    expect_ok(name, reply)?;
+                for (i, (name, reply)) in round.names.iter().zip(&replies).enumerate().skip(1) {
+                    if Some(i) != maint_at {
+                        expect_ok(name, reply)?;
+                    }
+                }
+                if let Some(i) = maint_at {
+                    hs.maint_notifications = maint.reconcile(&replies[i])?;
                 }
                 return Ok(hs);
             }
@@ -94,7 +128,9 @@ pub(crate) fn run(
                     "RESP3 was required but the server answered HELLO in RESP2",
                 ));
             }
-            Value::Array(_) => {}
+            Value::Array(_) => {
+                maint.unavailable("the server answered HELLO 3 in RESP2", ErrorKind::Protocol)?;
+            }
             reply => {
                 let err = reply_error("HELLO", reply);
                 if err.kind() == ErrorKind::Auth {
@@ -103,6 +139,10 @@ pub(crate) fn run(
                 if options.protocol == Some(Protocol::Resp3) {
                     return Err(err);
                 }
+                maint.unavailable(
+                    "the server refused HELLO 3 (it does not speak RESP3)",
+                    ErrorKind::Protocol,
+                )?;
                 // NOPROTO or unknown command (Redis < 6): fall back to RESP2 below.
                 log::debug!("HELLO refused ({}), falling back to RESP2", err.detail());
             }
@@ -134,6 +174,88 @@ pub(crate) fn run(
         expect_ok(name, reply)?;
     }
     Ok(hs)
+}
+
+/// The maintenance-notification opt-in of one connection: what to ask, and what the
+/// answer means for the mode.
+struct MaintOptIn<'a> {
+    cfg: &'a ConnectionConfig,
+    mode: MaintNotifications,
+    endpoint_type: &'static str,
+}
+
+impl<'a> MaintOptIn<'a> {
+    fn new(cfg: &'a ConnectionConfig, peer: Option<IpAddr>) -> MaintOptIn<'a> {
+        let o = &cfg.options;
+        let endpoint_type = o
+            .maint_moving_endpoint_type
+            .unwrap_or_else(|| {
+                maintenance::detect_endpoint_type(&cfg.endpoint.host, peer, cfg.tls.is_some())
+            })
+            .as_str();
+        MaintOptIn {
+            cfg,
+            mode: o.maint_notifications,
+            endpoint_type,
+        }
+    }
+
+    fn asks(&self) -> bool {
+        self.mode != MaintNotifications::Disabled
+    }
+
+    fn args(&self) -> [&'static str; 5] {
+        [
+            "CLIENT",
+            "MAINT_NOTIFICATIONS",
+            "ON",
+            "moving-endpoint-type",
+            self.endpoint_type,
+        ]
+    }
+
+    /// The opt-in cannot be live on this connection: an error when it is required,
+    /// a note (once per endpoint) when it is best effort.
+    fn unavailable(&self, why: &str, kind: ErrorKind) -> Result<()> {
+        match self.mode {
+            MaintNotifications::Disabled => Ok(()),
+            MaintNotifications::Auto => {
+                maintenance::note_unavailable_once(&self.cfg.endpoint, why);
+                Ok(())
+            }
+            MaintNotifications::Enabled => Err(Error::new(
+                kind,
+                format!(
+                    "maintenance notifications are required (maintNotifications=enabled) \
+                     but {why}; use maintNotifications=auto to connect without them"
+                ),
+            )),
+        }
+    }
+
+    /// Reads the reply to the opt-in on a RESP3 connection: live on `+OK`. A refusal
+    /// is absorbed here, never surfaced as an error reply, under `auto`.
+    fn reconcile(&self, reply: &Value) -> Result<bool> {
+        let ok = matches!(reply, Value::SimpleString(s) if s.eq_ignore_ascii_case("OK"));
+        if ok {
+            return Ok(true);
+        }
+        let why = match reply.error_message() {
+            // On Enterprise a cluster-level flag decides whether the subcommand exists
+            // at all; a supporting version with it off refuses the opt-in.
+            Some(m) => format!(
+                "the server refused CLIENT MAINT_NOTIFICATIONS ({m}); on Redis Enterprise, \
+                 check the cluster-level flag that enables it"
+            ),
+            None => format!(
+                "the server answered CLIENT MAINT_NOTIFICATIONS with a {}",
+                reply.type_name()
+            ),
+        };
+        self.unavailable(&why, ErrorKind::Protocol)
+            .map_err(|e| e.with_command("CLIENT"))?;
+        Ok(false)
+    }
 }
 
 fn expect_ok(name: &str, reply: &Value) -> Result<()> {

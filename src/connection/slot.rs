@@ -25,6 +25,17 @@ pub(crate) enum Outcome {
     Failed(Error),
 }
 
+impl Outcome {
+    /// The replies of a pipelined request, in order.
+    pub(crate) fn into_values(self) -> Result<Vec<Value>, Error> {
+        match self {
+            Outcome::Many(v) => Ok(v),
+            Outcome::One(v) => Ok(vec![v]),
+            Outcome::Failed(e) => Err(e),
+        }
+    }
+}
+
 pub(crate) struct Slot {
     state: AtomicU8,
     outcome: Mutex<Option<Outcome>>,
@@ -88,14 +99,26 @@ impl Slot {
 
     /// Waits until completed or until `deadline()` passes. The deadline is re-read on
     /// every wake-up so a relaxed timeout that starts while we wait extends the wait.
-    pub(crate) fn wait(&self, mut deadline: impl FnMut() -> Instant) -> Waited {
-        // A short spin catches replies that arrive within a few microseconds without
-        // paying for a park/unpark pair (measured: it is what a loopback round trip takes).
-        for _ in 0..SPIN_ROUNDS {
-            if self.state.load(Ordering::Acquire) == DONE {
-                return self.take_ready();
+    pub(crate) fn wait(&self, spin: bool, mut deadline: impl FnMut() -> Instant) -> Waited {
+        // A short spin catches a reply that is already on its way without paying for
+        // a park/unpark pair; only worth it for a caller alone on the connection.
+        if spin {
+            for _ in 0..SPIN_ROUNDS {
+                if self.state.load(Ordering::Acquire) == DONE {
+                    return self.take_ready();
+                }
+                std::hint::spin_loop();
             }
-            std::hint::spin_loop();
+            // Then yield for a round trip's worth of time: the core goes to the reader
+            // thread (and the server) instead of being burnt, and a reply found here
+            // costs no park/unpark pair.
+            let until = Instant::now() + YIELD_FOR;
+            while Instant::now() < until {
+                if self.state.load(Ordering::Acquire) == DONE {
+                    return self.take_ready();
+                }
+                std::thread::yield_now();
+            }
         }
         loop {
             if self.state.load(Ordering::Acquire) == DONE {
@@ -122,6 +145,8 @@ impl Slot {
 }
 
 const SPIN_ROUNDS: u32 = 64;
+/// About two loopback round trips.
+const YIELD_FOR: std::time::Duration = std::time::Duration::from_micros(100);
 
 #[cfg(test)]
 mod tests {
@@ -135,7 +160,7 @@ mod tests {
         let s2 = slot.clone();
         let t = thread::spawn(move || s2.complete(Outcome::One(Value::Int(7))));
         let deadline = Instant::now() + Duration::from_secs(10);
-        match slot.wait(|| deadline) {
+        match slot.wait(true, || deadline) {
             Waited::Ready(Outcome::One(Value::Int(7))) => {}
             _ => panic!("expected the reply"),
         }
@@ -146,7 +171,7 @@ mod tests {
     fn a_reply_after_abandon_is_dropped() {
         let slot = Slot::for_current_thread();
         let past = Instant::now();
-        assert!(matches!(slot.wait(|| past), Waited::TimedOut));
+        assert!(matches!(slot.wait(true, || past), Waited::TimedOut));
         slot.complete(Outcome::One(Value::Int(1)));
         assert!(slot.try_take().is_none());
     }

@@ -1,6 +1,15 @@
 //! Server-scoped timeout state: the relaxation a maintenance notification puts in
 //! force for one server, read whenever a timeout is checked (so it also covers commands
 //! already in flight and callers already waiting).
+//!
+//! The window's life: an opening notification opens it (or re-opens it, replacing a
+//! tail) for at most `window_max` (the backstop: a closing notification that never
+//! arrives must not leave timeouts relaxed for good); a closing notification turns an
+//! open window into the post-event tail (`Settling`); the window then simply expires.
+//! A backstop expiry gets no tail: nothing told us the event finished, and a tail
+//! would defeat the backstop. Why state read at check time rather than a timeout
+//! stamped per request: a notification must reach requests already in flight, and
+//! stop covering them when the window closes.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -9,7 +18,36 @@ use std::time::{Duration, Instant};
 use parking_lot::Mutex;
 
 use crate::clock::Clock;
+use crate::config::Options;
 use crate::error::MaintenanceKind;
+
+/// The three relaxation settings, resolved from `Options`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct RelaxSettings {
+    /// What command timeouts are relaxed to, as a floor (`maintRelaxedTimeout`).
+    pub relaxed: Duration,
+    /// Backstop of a window no closing notification ends (`maintRelaxedWindowMax`).
+    pub window_max: Duration,
+    /// Tail after a closing notification (`maintPostEventRelaxed`).
+    pub tail: Duration,
+}
+
+impl RelaxSettings {
+    /// Defaults derive from the relaxed timeout in force (3x and 2x, as go-redis), so
+    /// raising the relaxed timeout cannot leave the backstop below it.
+    pub(crate) fn from_options(o: &Options) -> RelaxSettings {
+        let relaxed = o.maint_relaxed_timeout;
+        RelaxSettings {
+            relaxed,
+            window_max: o
+                .maint_relaxed_window_max
+                .unwrap_or_else(|| relaxed.saturating_mul(3)),
+            tail: o
+                .maint_post_event_relaxed
+                .unwrap_or_else(|| relaxed.saturating_mul(2)),
+        }
+    }
+}
 
 /// One relaxed window.
 #[derive(Clone, Copy, Debug)]
@@ -28,8 +66,6 @@ pub(crate) struct ServerTimeouts {
     window: Mutex<Option<Relaxation>>,
 }
 
-// relax/clear/clock are driven by maintenance notifications.
-#[allow(dead_code)]
 impl ServerTimeouts {
     pub(crate) fn new(clock: Arc<dyn Clock>) -> ServerTimeouts {
         ServerTimeouts {
@@ -39,6 +75,7 @@ impl ServerTimeouts {
         }
     }
 
+    #[allow(dead_code)] // for handoffs (part 2), which time their own work by it
     pub(crate) fn clock(&self) -> &Arc<dyn Clock> {
         &self.clock
     }
@@ -75,15 +112,56 @@ impl ServerTimeouts {
 
     /// Puts a relaxed window in force (replacing any other).
     pub(crate) fn relax(&self, relaxation: Relaxation) {
-        *self.window.lock() = Some(relaxation);
+        let mut w = self.window.lock();
+        *w = Some(relaxation);
         self.active.store(true, Ordering::Release);
     }
 
+    /// An opening notification: relaxes (or keeps relaxing, re-arming the backstop)
+    /// with `kind` in force, even while no command is in flight.
+    pub(crate) fn open_window(&self, kind: MaintenanceKind, s: &RelaxSettings) {
+        self.relax(Relaxation {
+            until: deadline(self.clock.now(), s.window_max),
+            timeout: s.relaxed,
+            kind,
+        });
+    }
+
+    /// A closing notification: an open window (or tail) becomes the post-event tail.
+    /// With nothing open there is nothing to stand down (a completion replayed on
+    /// opt-in reports a disruption that ended long ago). Returns whether it did.
+    pub(crate) fn close_window(&self, s: &RelaxSettings) -> bool {
+        // Under the lock: the interactive and subscription connections' readers may
+        // handle notifications for this server at the same moment.
+        let now = self.clock.now();
+        let mut w = self.window.lock();
+        match *w {
+            Some(open) if now < open.until => {
+                *w = Some(Relaxation {
+                    until: deadline(now, s.tail),
+                    timeout: open.timeout,
+                    kind: MaintenanceKind::Settling,
+                });
+                self.active.store(true, Ordering::Release);
+                true
+            }
+            _ => false,
+        }
+    }
+
     /// Ends relaxation at once.
+    #[allow(dead_code)] // for handoffs (part 2)
     pub(crate) fn clear(&self) {
-        *self.window.lock() = None;
+        let mut w = self.window.lock();
+        *w = None;
         self.active.store(false, Ordering::Release);
     }
+}
+
+/// `now + d`, saturating instead of overflowing (an absurd setting must not panic).
+fn deadline(now: Instant, d: Duration) -> Instant {
+    now.checked_add(d)
+        .unwrap_or_else(|| now + Duration::from_secs(100 * 365 * 24 * 3600))
 }
 
 #[cfg(test)]
@@ -111,5 +189,100 @@ mod tests {
         clock.advance(Duration::from_secs(30));
         assert_eq!(t.effective(base), base);
         assert_eq!(t.maintenance(), MaintenanceKind::None);
+    }
+
+    fn settings() -> RelaxSettings {
+        RelaxSettings {
+            relaxed: Duration::from_secs(10),
+            window_max: Duration::from_secs(30),
+            tail: Duration::from_secs(20),
+        }
+    }
+
+    #[test]
+    fn defaults_derive_from_the_relaxed_timeout_and_explicit_values_win() {
+        let mut o = Options::default();
+        assert_eq!(RelaxSettings::from_options(&o), settings());
+        o.maint_relaxed_timeout = Duration::from_secs(60);
+        let s = RelaxSettings::from_options(&o);
+        assert_eq!(
+            (s.window_max, s.tail),
+            (Duration::from_secs(180), Duration::from_secs(120))
+        );
+        assert!(
+            s.window_max > s.relaxed,
+            "the backstop is never below the relaxed timeout"
+        );
+        o.maint_relaxed_window_max = Some(Duration::from_secs(5));
+        o.maint_post_event_relaxed = Some(Duration::from_millis(1500));
+        let s = RelaxSettings::from_options(&o);
+        assert_eq!(
+            (s.window_max, s.tail),
+            (Duration::from_secs(5), Duration::from_millis(1500))
+        );
+    }
+
+    #[test]
+    fn open_then_close_gives_the_tail_then_nothing() {
+        let clock = ManualClock::new();
+        let t = ServerTimeouts::new(Arc::new(clock.clone()));
+        let s = settings();
+        let base = Duration::from_secs(1);
+        assert!(!t.close_window(&s), "nothing open: nothing to stand down");
+        assert_eq!(t.maintenance(), MaintenanceKind::None);
+        t.open_window(MaintenanceKind::Migrating, &s);
+        assert_eq!(t.effective(base), Duration::from_secs(10));
+        clock.advance(Duration::from_secs(25));
+        assert!(t.close_window(&s));
+        assert_eq!(t.maintenance(), MaintenanceKind::Settling);
+        // The tail runs from the close, past the backstop of the opening.
+        clock.advance(Duration::from_secs(19));
+        assert_eq!(t.effective(base), Duration::from_secs(10));
+        clock.advance(Duration::from_secs(1));
+        assert_eq!(t.effective(base), base);
+        assert_eq!(t.maintenance(), MaintenanceKind::None);
+    }
+
+    #[test]
+    fn the_backstop_expires_a_window_without_a_tail() {
+        let clock = ManualClock::new();
+        let t = ServerTimeouts::new(Arc::new(clock.clone()));
+        let s = settings();
+        t.open_window(MaintenanceKind::Moving, &s);
+        clock.advance(Duration::from_secs(29));
+        assert_eq!(t.maintenance(), MaintenanceKind::Moving);
+        clock.advance(Duration::from_secs(1));
+        assert_eq!(t.maintenance(), MaintenanceKind::None);
+        // A late closing notification finds nothing to turn into a tail.
+        assert!(!t.close_window(&s));
+        assert_eq!(t.effective(Duration::from_secs(1)), Duration::from_secs(1));
+    }
+
+    #[test]
+    fn an_opening_during_the_tail_reopens_the_full_window() {
+        let clock = ManualClock::new();
+        let t = ServerTimeouts::new(Arc::new(clock.clone()));
+        let s = settings();
+        t.open_window(MaintenanceKind::Migrating, &s);
+        assert!(t.close_window(&s));
+        clock.advance(Duration::from_secs(5));
+        t.open_window(MaintenanceKind::FailingOver, &s);
+        assert_eq!(t.maintenance(), MaintenanceKind::FailingOver);
+        clock.advance(Duration::from_secs(29));
+        assert_eq!(t.maintenance(), MaintenanceKind::FailingOver);
+    }
+
+    #[test]
+    fn absurd_settings_saturate() {
+        let clock = ManualClock::new();
+        let t = ServerTimeouts::new(Arc::new(clock.clone()));
+        let s = RelaxSettings {
+            relaxed: Duration::MAX,
+            window_max: Duration::MAX,
+            tail: Duration::MAX,
+        };
+        t.open_window(MaintenanceKind::Moving, &s);
+        assert_eq!(t.effective(Duration::from_secs(1)), Duration::MAX);
+        assert!(t.close_window(&s));
     }
 }

@@ -197,6 +197,8 @@ struct MaintInner {
     moving: Option<MovingWindow>,
     retained: Option<(Notification, u64)>,
     slack: Option<Duration>,
+    /// Retention turned off (`set_retain_completions(false)`).
+    no_retention: bool,
 }
 
 /// Maintenance state of one server.
@@ -254,7 +256,7 @@ fn broadcast(server: &ServerInner, frame: &Value) -> usize {
 /// Sends notification `n` with id `id` from `server` (window and retention included).
 pub(crate) fn deliver(server: &Arc<ServerInner>, n: &Notification, id: u64) {
     let mut inner = server.maint.inner.lock();
-    if n.retained() {
+    if n.retained() && !inner.no_retention {
         inner.retained = Some((n.clone(), id));
     }
     if let Notification::Moving { seconds, endpoint } = n {
@@ -384,7 +386,8 @@ impl FakeServer {
     /// cluster); returns the id. MOVING also opens its window: re-sent to connections
     /// that opt in while it is open, and every connection (opted in or not) is closed
     /// after `seconds` plus the slack ([`set_moving_slack`](Self::set_moving_slack)).
-    /// MIGRATED and FAILED_OVER are retained and replayed after each opt-in `+OK`.
+    /// MIGRATED and FAILED_OVER are retained and replayed after each opt-in `+OK`
+    /// (unless [`set_retain_completions(false)`](Self::set_retain_completions)).
     pub fn notify(&self, n: Notification) -> u64 {
         let id = self.inner.maint.next_id();
         deliver(&self.inner, &n, id);
@@ -436,5 +439,16 @@ impl FakeServer {
     /// Forgets the retained MIGRATED / FAILED_OVER, so nothing is replayed on opt-in.
     pub fn clear_retained(&self) {
         self.inner.maint.inner.lock().retained = None;
+    }
+
+    /// Whether MIGRATED / FAILED_OVER are retained and replayed on opt-in (the
+    /// default, as Enterprise does). `false` forgets what is retained and retains
+    /// nothing more, for tests that would rather not reason about the replay.
+    pub fn set_retain_completions(&self, on: bool) {
+        let mut inner = self.inner.maint.inner.lock();
+        inner.no_retention = !on;
+        if !on {
+            inner.retained = None;
+        }
     }
 }

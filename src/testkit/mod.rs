@@ -22,6 +22,9 @@
 //!   what Redis Enterprise was measured to send.
 //! - [`FakeCluster`]: nodes sharing a slot map, `-MOVED`/`-ASK`, slot migrations that
 //!   can announce themselves (`SMIGRATING`/`SMIGRATED`), removing and adding nodes.
+//! - [`FakeRestApi`]: a fake Redis Enterprise REST API over HTTPS (the database
+//!   availability API of lag-aware failback), with switches for lag, unavailability,
+//!   credentials, slowness, redirects, malformed bodies and unfiltered reads.
 //!
 //! What it is not: a complete Redis. Commands it does not implement get the real
 //! server's unknown-command error, so a test notices rather than passes by accident.
@@ -66,6 +69,7 @@ mod observe;
 mod pubsub;
 mod reply;
 mod request;
+mod rest;
 mod rng;
 mod server;
 mod session;
@@ -77,6 +81,7 @@ mod transactions;
 pub use cluster::FakeCluster;
 pub use maintenance::Notification;
 pub use observe::ConnectionSnapshot;
+pub use rest::{FakeRestApi, FakeRestApiBuilder};
 pub use server::{FakeServer, FakeServerBuilder};
 pub use slots::{key_slot, SLOTS};
 

@@ -10,7 +10,6 @@ use super::router::{single_slot, ClusterRouter, MAX_REDIRECTS};
 use crate::commands::Cmd;
 use crate::config::Endpoint;
 use crate::connection::deadline_after;
-use crate::connection::slot::Outcome;
 use crate::error::{Error, ErrorKind, Result};
 use crate::resp::Value;
 
@@ -153,21 +152,16 @@ pub(super) fn batch(router: &ClusterRouter, cmds: &[Cmd], timeout: Duration) -> 
     }
     for (_, (endpoint, indexes)) in groups {
         let node = router.deployment().node_for(&endpoint)?;
-        let mut frame = Vec::new();
-        for &i in &indexes {
-            frame.extend_from_slice(cmds[i].frame());
-        }
+        let frame = Cmd::concat(indexes.iter().map(|&i| &cmds[i]));
         let left = deadline.saturating_duration_since(Instant::now());
-        let values = match node.request(
-            &frame,
-            indexes.len(),
-            left.max(Duration::from_millis(1)),
-            true,
-        )? {
-            Outcome::Many(v) => v,
-            Outcome::One(v) => vec![v],
-            Outcome::Failed(e) => return Err(e),
-        };
+        let values = node
+            .request(
+                &frame,
+                indexes.len(),
+                left.max(Duration::from_millis(1)),
+                true,
+            )?
+            .into_values()?;
         for (&i, v) in indexes.iter().zip(values) {
             replies[i] = Some(v);
         }
@@ -241,19 +235,13 @@ pub(super) fn transaction(
         Some(e) => e,
         None => router.first_target(&cmds[0])?,
     };
-    let mut frame = Vec::new();
-    for c in cmds {
-        frame.extend_from_slice(c.frame());
-    }
+    let frame = Cmd::concat(cmds);
     for _ in 0..2 {
         let node = router.deployment().node_for(&endpoint)?;
         let left = deadline.saturating_duration_since(Instant::now());
-        let replies =
-            match node.request(&frame, cmds.len(), left.max(Duration::from_millis(1)), true)? {
-                Outcome::Many(v) => v,
-                Outcome::One(v) => vec![v],
-                Outcome::Failed(e) => return Err(e),
-            };
+        let replies = node
+            .request(&frame, cmds.len(), left.max(Duration::from_millis(1)), true)?
+            .into_values()?;
         let moved = replies.iter().find_map(|r| {
             let m = r.error_message()?;
             let e = Error::from_server_reply(m);

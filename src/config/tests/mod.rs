@@ -5,6 +5,7 @@ mod endpoint;
 mod keys;
 mod option_string;
 mod props;
+mod providers;
 mod secrets;
 mod url;
 
@@ -28,10 +29,15 @@ fn parse_err(s: &str) -> String {
 }
 
 /// `Options` has no `PartialEq`: compare `Debug` output, without the password (which
-/// `Display` drops on purpose; its `Debug` is redacted anyway).
+/// `Display` drops on purpose; its `Debug` is redacted anyway), and without the record
+/// of explicit settings where no provider applies (it only matters against one, and
+/// `Display` writes a setting pinned to a default only then).
 fn comparable(o: &Options) -> String {
     let mut o = o.clone();
     o.password = None;
+    if o.provider().is_none() {
+        o.explicit = crate::config::Explicit::default();
+    }
     format!("{o:?}")
 }
 

@@ -1,0 +1,95 @@
+//! Maintenance notifications ("smart client handoffs"): what Redis Enterprise, Redis
+//! Cloud and Azure Managed Redis announce before an endpoint moves, a shard migrates or
+//! fails over, or cluster slots move, and what the client does with it.
+//!
+//! # Opting in
+//!
+//! `maintNotifications=disabled|auto|enabled` ([`MaintNotifications`]), off by default:
+//! most servers have never heard of the subcommand. With it on, every connection asks
+//! with `CLIENT MAINT_NOTIFICATIONS ON moving-endpoint-type <type>`, pipelined with
+//! `HELLO 3`, and re-asks on every reconnect. Notifications are RESP3 push frames, so
+//! the feature needs RESP3.
+//!
+//! - `auto` is best effort and never refuses a connection: a server that refuses the
+//!   subcommand (Redis OSS and Valkey do not have it), or answers `HELLO 3` in RESP2,
+//!   just gives a connection without notifications, for the connection's whole life. The
+//!   refusal is logged once per endpoint at debug level, not per connection: users of
+//!   other clients had to turn the feature off to silence their logs.
+//! - `enabled` means **required**: the connection is refused, with an error saying why,
+//!   when the server refuses the subcommand, answers `HELLO 3` in RESP2, or the
+//!   configuration can never ask (`protocol=resp2`). The error is
+//!   [`ErrorKind::Config`](crate::ErrorKind::Config) for the configuration,
+//!   [`ErrorKind::Protocol`](crate::ErrorKind::Protocol) for the server.
+//! - On Redis Enterprise a **cluster-level flag** decides whether the subcommand exists
+//!   at all: with it off, a version that supports notifications still refuses the
+//!   opt-in. Check it before suspecting the client when `enabled` refuses a connection.
+//! - Whether the opt-in is live is visible per server: [`Client::maintenance_status`].
+//!
+//! `moving-endpoint-type` is `maintMovingEndpointType` when set; otherwise an address
+//! literal gives `*-ip` and a host name `*-fqdn`, TLS always gives `*-fqdn` (a
+//! certificate names hosts, not addresses), and a private, loopback, link-local or
+//! 100.64/10 peer gives `internal-*`, any other `external-*`.
+//!
+//! # The notifications
+//!
+//! Seven kinds ([`NotificationKind`]); opening ones relax command timeouts for the server
+//! that sent them, closing ones stand the relaxation down (see below). Every
+//! notification is published once per client as
+//! [`ClientEvent::Maintenance`](crate::ClientEvent::Maintenance) with a
+//! [`MaintenanceEvent`]. A frame that names a maintenance kind but cannot be read is
+//! dropped with a log line; it never takes a command's reply.
+//!
+//! # Relaxed timeouts
+//!
+//! - `maintRelaxedTimeout` (seconds, 10): while a window is open, a command's timeout is
+//!   `max(configured, relaxed)`: a relaxed timeout never lowers a configured one. It is
+//!   read when the timeout is checked, so commands already in flight are covered and a
+//!   caller already waiting waits longer. `MOVING` relaxes even an idle connection.
+//! - `maintRelaxedWindowMax` (seconds, 3 × relaxed): the backstop when no closing
+//!   notification comes (`MOVING` has none). No tail follows a backstop expiry.
+//! - `maintPostEventRelaxed` (seconds, 2 × relaxed): the tail after a closing
+//!   notification: the operation finished, but latency has not settled, and every
+//!   client told the same thing re-engages at once.
+//! - The `maint*` durations are in **seconds** (fractions allowed), unlike every other
+//!   timeout key, which is in milliseconds, as in other clients' settings.
+//! - Never relaxed: keep-alive heartbeats and connection-failure detection. A server
+//!   that dies during maintenance is still noticed at once (a closed socket) or by the
+//!   heartbeat; only the heuristic that a reply is overdue uses the relaxed timeout, or
+//!   it would tear down the very connection relaxation protects.
+//! - Errors carry the maintenance in force ([`Error::maintenance`](crate::Error::maintenance)),
+//!   and so does [`FaultContext`](crate::availability::FaultContext).
+//!
+//! # De-duplication
+//!
+//! Per server and kind, an id already acted on is ignored (a replay on reconnect, a
+//! copy on the subscription connection); zero is a valid id. Every node broadcasts an
+//! event with the same id: an 8-slot ring of (kind, id) per client raises the public
+//! event for the first arrival only, while each server still relaxes for its own copy.
+//! The ring matches on equality, so a lagging node's older, unseen event is raised.
+//!
+//! # Providers
+//!
+//! See [`Options::provider`](crate::Options::provider): hosted deployments recognised by
+//! their domain, or named with `defaults=<name>`, get `maintNotifications=auto` (and
+//! TLS / RESP3 where the deployment always has them) unless set explicitly.
+//!
+//! [`MaintNotifications`]: crate::config::MaintNotifications
+//! [`Client::maintenance_status`]: crate::Client::maintenance_status
+
+mod dedup;
+mod endpoint_type;
+mod event;
+mod handler;
+mod optin;
+mod parse;
+pub(crate) mod providers;
+
+#[cfg(test)]
+mod capture_tests;
+
+pub use event::{MaintenanceEvent, MaintenanceStatus, NotificationKind, SlotMigration};
+
+pub(crate) use dedup::EventRing;
+pub(crate) use endpoint_type::detect as detect_endpoint_type;
+pub(crate) use handler::ServerMaintenance;
+pub(crate) use optin::note_unavailable_once;
