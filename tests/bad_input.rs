@@ -11,8 +11,11 @@
 //!
 //! Rows: malformed frames of every type; declared lengths up to 2^63; nesting 10^6
 //! deep; invalid UTF-8 where text is expected; replies nobody asked for; half a frame
-//! then close; bad option strings and URLs. (REST bodies: the REST probe is not on
-//! this branch yet; see the report of issue 10.)
+//! then close; maintenance notifications of every shape (a property: whatever a push
+//! holds, it never takes a reply or breaks the connection); bad option strings and
+//! URLs; REST answers to the lag-aware probe that are garbage, huge, endless, truncated
+//! or not HTTP (a scripted HTTPS server): always Inconclusive, within the deadline,
+//! with bounded memory.
 //!
 //! Known limit, by the protocol's design: RESP replies carry no request id, so a
 //! surplus reply that arrives while other requests wait is indistinguishable from the
@@ -28,9 +31,14 @@ use std::sync::{Arc, Mutex};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
+use proptest::collection::vec;
+use proptest::prelude::*;
+use proptest::sample::select;
+use proptest::test_runner::{Config as ProptestConfig, TestRunner};
+use resilient_redis::availability::{LagAware, LagAwareOptions, ProbeResult, RestCredentials};
 use resilient_redis::prelude::*;
-use resilient_redis::resp::{Decoder, Limits};
-use resilient_redis::{Error, ErrorKind, FailureKind};
+use resilient_redis::resp::{encode_value, Decoder, Limits, Value};
+use resilient_redis::{ClientEvent, Endpoint, Error, ErrorKind, FailureKind};
 
 /// Command timeout of the clients under test.
 const TIMEOUT: Duration = Duration::from_millis(2000);
@@ -948,4 +956,384 @@ fn bad_option_strings_and_urls_are_config_errors() {
         "{e}"
     );
     let _ = long_host;
+}
+
+// ---------------------------------------------------------------------------------
+// Maintenance notifications of every shape (a property, run in CI).
+
+const NOTIFICATION_KINDS: [&str; 9] = [
+    "MOVING",
+    "MIGRATING",
+    "MIGRATED",
+    "FAILING_OVER",
+    "FAILED_OVER",
+    "SMIGRATING",
+    "SMIGRATED",
+    "failed_over",
+    "message",
+];
+
+fn notification_text(port: u16) -> impl Strategy<Value = String> {
+    prop_oneof![
+        Just(format!("127.0.0.1:{port}")),
+        any::<u16>().prop_map(|p| format!("10.1.2.3:{p}")),
+        any::<u16>().prop_map(|p| format!("[::1]:{p}")),
+        (any::<u16>(), any::<u16>()).prop_map(|(a, b)| format!("{a}-{b}")),
+        vec(0u16..16400, 0..4).prop_map(|v| v
+            .iter()
+            .map(u16::to_string)
+            .collect::<Vec<_>>()
+            .join(",")),
+        Just("?".to_string()),
+        "\\PC{0,12}",
+    ]
+}
+
+fn notification_element(port: u16) -> impl Strategy<Value = Value> {
+    let leaf = prop_oneof![
+        any::<i64>().prop_map(Value::Int),
+        (-1i64..20).prop_map(Value::Int),
+        notification_text(port).prop_map(|t| Value::BulkString(t.into_bytes())),
+        notification_text(port).prop_map(Value::SimpleString),
+        vec(any::<u8>(), 0..8).prop_map(Value::BulkString),
+        Just(Value::Nil),
+        any::<bool>().prop_map(Value::Boolean),
+        (-1e9f64..1e9).prop_map(Value::Double),
+    ];
+    leaf.prop_recursive(3, 16, 4, |inner| {
+        prop_oneof![
+            vec(inner.clone(), 0..4).prop_map(Value::Array),
+            vec(inner.clone(), 0..3).prop_map(Value::Set),
+            vec((inner.clone(), inner), 0..2).prop_map(Value::Map),
+        ]
+    })
+}
+
+fn notifications(port: u16) -> impl Strategy<Value = Vec<(String, Value)>> {
+    let one = (
+        select(&NOTIFICATION_KINDS[..]),
+        any::<bool>(),
+        vec(notification_element(port), 0..5),
+    )
+        .prop_map(|(kind, bulk, rest)| {
+            let name = if bulk {
+                Value::BulkString(kind.as_bytes().to_vec())
+            } else {
+                Value::SimpleString(kind.to_string())
+            };
+            let mut items = vec![name];
+            items.extend(rest);
+            (kind.to_string(), Value::Push(items))
+        });
+    vec(one, 1..4)
+}
+
+#[test]
+fn maintenance_notifications_of_any_shape_never_take_a_reply_or_break_the_connection() {
+    let pushes: Arc<Mutex<Vec<u8>>> = Arc::new(Mutex::new(Vec::new()));
+    let to_send = pushes.clone();
+    // Written just before the reply to each ECHO, so they are read (and handled, on the
+    // reader thread) before that reply.
+    let server = RawServer::start(true, move |cmd, peer| {
+        if !is(cmd, "ECHO", None) {
+            return None;
+        }
+        let mut out = std::mem::take(&mut *to_send.lock().unwrap());
+        out.extend(bulk(cmd.get(1)?));
+        peer.send(&out);
+        Some(Next::Continue)
+    });
+    let client = Client::connect(format!(
+        "{},maintNotifications=auto,maintRelaxedTimeout=0.5,maintRelaxedWindowMax=1,maintPostEventRelaxed=0.5",
+        server.options()
+    ))
+    .unwrap();
+    let events = client.events();
+    let db = client.database();
+    round_trips(&db, "before");
+    let mut runner = TestRunner::new(ProptestConfig {
+        cases: 256,
+        ..ProptestConfig::default()
+    });
+    let case = std::sync::atomic::AtomicU64::new(0);
+    let raised = AtomicUsize::new(0);
+    runner
+        .run(&notifications(server.port), |frames| {
+            let mut wire = Vec::new();
+            for (_, frame) in &frames {
+                encode_value(&mut wire, frame);
+            }
+            *pushes.lock().unwrap() = wire;
+            let token = format!("case:{}", case.fetch_add(1, Ordering::Relaxed));
+            let started = Instant::now();
+            let got = db.echo::<String>(&token);
+            prop_assert!(started.elapsed() <= TIMEOUT + SLACK);
+            prop_assert_eq!(got.map_err(|e| e.to_string()), Ok(token), "{:?}", frames);
+            for e in events.try_iter() {
+                let shown = format!("{e:?}");
+                prop_assert!(
+                    !matches!(e, ClientEvent::ConnectionFailed { .. }),
+                    "{}: {:?}",
+                    shown,
+                    frames
+                );
+                if let ClientEvent::Maintenance(m) = &e {
+                    let _ = m.to_string();
+                    raised.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+            // No handoff reconnects anywhere: the very first connection is still the one.
+            if !frames.iter().any(|(k, _)| k == "MOVING") {
+                prop_assert_eq!(server.accepted(), 1);
+            }
+            Ok(())
+        })
+        .unwrap();
+    assert!(
+        raised.load(Ordering::Relaxed) > 0,
+        "no generated notification was ever read as one"
+    );
+    client.close();
+}
+
+// ---------------------------------------------------------------------------------
+// REST answers to the lag-aware probe: garbage, huge, endless, truncated, not HTTP.
+
+/// A scripted HTTPS server: every connection gets `answer` after its request head.
+struct HttpsServer {
+    port: u16,
+    cert_pem: String,
+    stop: Arc<AtomicBool>,
+    acceptor: Option<JoinHandle<()>>,
+}
+
+type Answer = dyn Fn(&mut dyn Write) + Send + Sync;
+
+impl HttpsServer {
+    fn start(answer: impl Fn(&mut dyn Write) + Send + Sync + 'static) -> HttpsServer {
+        let answer: Arc<Answer> = Arc::new(answer);
+        let mut params =
+            rcgen::CertificateParams::new(vec!["localhost".to_string(), "127.0.0.1".to_string()])
+                .unwrap();
+        params
+            .distinguished_name
+            .push(rcgen::DnType::CommonName, "bad-input REST server");
+        let key = rcgen::KeyPair::generate().unwrap();
+        let cert = params.self_signed(&key).unwrap();
+        let cert_pem = cert.pem();
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let config = Arc::new(
+            rustls::ServerConfig::builder_with_provider(provider)
+                .with_safe_default_protocol_versions()
+                .unwrap()
+                .with_no_client_auth()
+                .with_single_cert(
+                    vec![cert.der().clone()],
+                    rustls_pki_types::PrivateKeyDer::Pkcs8(key.serialize_der().into()),
+                )
+                .unwrap(),
+        );
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let stop = Arc::new(AtomicBool::new(false));
+        let acceptor = {
+            let stop = stop.clone();
+            thread::spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    let Ok((tcp, _)) = listener.accept() else {
+                        thread::sleep(Duration::from_millis(5));
+                        continue;
+                    };
+                    let (config, answer, stop) = (config.clone(), answer.clone(), stop.clone());
+                    thread::spawn(move || {
+                        let _ = tcp.set_nonblocking(false);
+                        let _ = tcp.set_write_timeout(Some(Duration::from_secs(5)));
+                        let Ok(conn) = rustls::ServerConnection::new(config) else {
+                            return;
+                        };
+                        let mut tls = rustls::StreamOwned::new(conn, tcp);
+                        let mut head = Vec::new();
+                        let mut byte = [0u8; 1];
+                        while !head.ends_with(b"\r\n\r\n") && head.len() < 65536 {
+                            match std::io::Read::read(&mut tls, &mut byte) {
+                                Ok(1) => head.push(byte[0]),
+                                _ => return,
+                            }
+                        }
+                        if !stop.load(Ordering::Relaxed) {
+                            answer(&mut tls);
+                        }
+                        let _ = tls.flush();
+                        tls.conn.send_close_notify();
+                        let _ = tls.flush();
+                    });
+                }
+            })
+        };
+        HttpsServer {
+            port,
+            cert_pem,
+            stop,
+            acceptor: Some(acceptor),
+        }
+    }
+}
+
+impl Drop for HttpsServer {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(a) = self.acceptor.take() {
+            let _ = a.join();
+        }
+    }
+}
+
+fn http_ok(body: &[u8]) -> Vec<u8> {
+    let mut out = format!(
+        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    )
+    .into_bytes();
+    out.extend_from_slice(body);
+    out
+}
+
+#[test]
+fn garbage_or_huge_rest_answers_are_inconclusive_in_time_with_bounded_memory() {
+    const PROBE_TIMEOUT: Duration = Duration::from_secs(2);
+    let nested = "[".repeat(1_000_000);
+    let cases: Vec<(&str, Arc<Answer>)> = vec![
+        (
+            "a body that is not JSON",
+            Arc::new(|w: &mut dyn Write| {
+                let _ = w.write_all(&http_ok(b"\x00\xffnot json <<<"));
+            }),
+        ),
+        (
+            "JSON of the wrong shape (object)",
+            Arc::new(|w: &mut dyn Write| {
+                let _ = w.write_all(&http_ok(br#"{"bdbs": 5, "uid": "x"}"#));
+            }),
+        ),
+        (
+            "JSON of the wrong shape (array)",
+            Arc::new(|w: &mut dyn Write| {
+                let _ = w.write_all(&http_ok(
+                    br#"[1, "x", null, {"uid": "one", "endpoints": 7}]"#,
+                ));
+            }),
+        ),
+        (
+            "JSON nested 10^6 deep",
+            Arc::new(move |w: &mut dyn Write| {
+                let _ = w.write_all(&http_ok(nested.as_bytes()));
+            }),
+        ),
+        (
+            "a 16 MiB body",
+            Arc::new(|w: &mut dyn Write| {
+                let n = 16 << 20;
+                let _ = w.write_all(
+                    format!("HTTP/1.1 200 OK\r\nContent-Length: {n}\r\n\r\n[").as_bytes(),
+                );
+                let chunk = vec![b' '; 64 * 1024];
+                for _ in 0..(n / chunk.len()) {
+                    if w.write_all(&chunk).is_err() {
+                        return;
+                    }
+                }
+            }),
+        ),
+        (
+            "an endless chunked body",
+            Arc::new(|w: &mut dyn Write| {
+                let _ = w.write_all(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n");
+                let chunk = format!("10000\r\n{}\r\n", " ".repeat(0x10000));
+                for _ in 0..4096 {
+                    if w.write_all(chunk.as_bytes()).is_err() {
+                        return;
+                    }
+                }
+            }),
+        ),
+        (
+            "a declared length of 2^63-1",
+            Arc::new(|w: &mut dyn Write| {
+                let _ = w.write_all(
+                    b"HTTP/1.1 200 OK\r\nContent-Length: 9223372036854775807\r\n\r\n[1,2",
+                );
+            }),
+        ),
+        (
+            "a declared length past u64",
+            Arc::new(|w: &mut dyn Write| {
+                let _ = w.write_all(
+                    b"HTTP/1.1 200 OK\r\nContent-Length: 99999999999999999999999\r\n\r\n[]",
+                );
+            }),
+        ),
+        (
+            "half a body, then close",
+            Arc::new(|w: &mut dyn Write| {
+                let _ = w.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n[{\"uid\": 1,");
+            }),
+        ),
+        (
+            "not HTTP at all",
+            Arc::new(|w: &mut dyn Write| {
+                let _ = w.write_all(b"SSH-2.0-OpenSSH_9.6\r\n\xff\xfe\x00garbage\r\n\r\n");
+            }),
+        ),
+        (
+            "a 1 MiB header line",
+            Arc::new(|w: &mut dyn Write| {
+                let _ = w.write_all(b"HTTP/1.1 200 OK\r\nX-Huge: ");
+                let _ = w.write_all(&vec![b'a'; 1 << 20]);
+                let _ = w.write_all(b"\r\nContent-Length: 2\r\n\r\n[]");
+            }),
+        ),
+        (
+            "an answer that drips past the deadline",
+            Arc::new(|w: &mut dyn Write| {
+                let _ = w.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n[");
+                for _ in 0..100 {
+                    thread::sleep(Duration::from_millis(50));
+                    if w.write_all(b" ").and_then(|()| w.flush()).is_err() {
+                        return;
+                    }
+                }
+            }),
+        ),
+    ];
+    for (name, answer) in cases {
+        let server = HttpsServer::start(move |w| answer(w));
+        let options = LagAwareOptions::new(|| Some(RestCredentials::new("monitor", "p")))
+            .rest_endpoint(format!("https://127.0.0.1:{}", server.port))
+            .trust_issuer_pem(server.cert_pem.as_bytes())
+            .unwrap();
+        let probe = LagAware::new(options);
+        let before = rss();
+        let started = Instant::now();
+        let outcome = probe.check_endpoint(
+            &Endpoint::new("redis-12000.cluster.local", 12000),
+            PROBE_TIMEOUT,
+        );
+        let took = started.elapsed();
+        assert_eq!(
+            outcome.result(),
+            ProbeResult::Inconclusive,
+            "{name}: {outcome:?}"
+        );
+        assert!(took <= PROBE_TIMEOUT + SLACK, "{name}: took {took:?}");
+        let grown = rss().saturating_sub(before);
+        assert!(
+            grown < 64 << 20,
+            "{name}: resident memory grew by {} MiB",
+            grown >> 20
+        );
+        // The reason is said, and in words (never the body itself).
+        let text = outcome.to_string();
+        assert!(!text.is_empty() && text.len() < 1024, "{name}: {text:?}");
+    }
 }
