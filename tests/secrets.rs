@@ -523,3 +523,140 @@ fn tls_verifies_by_default_and_turning_it_off_takes_its_name_and_warns() {
     let _ = std::fs::remove_dir_all(&pki);
     assert_no_record_holds(&secrets);
 }
+
+// ---------------------------------------------------------------------------------
+// REST credentials of the lag-aware probe.
+
+const REST_PASSWORD: &str = "Pw-Rest-3e5d7c9b";
+
+#[test]
+fn rest_credentials_never_show_and_the_probe_never_reads_unfiltered() {
+    use resilient_redis::availability::{
+        LagAware, LagAwareOptions, LagCheckMode, ProbeResult, RestCredentials,
+    };
+    use resilient_redis::testkit::FakeRestApi;
+    use resilient_redis::Endpoint;
+    install_logger();
+    let user = "monitor@cluster.example";
+    // The Authorization header's form of the credentials must not show either.
+    let basic = base64(format!("{user}:{REST_PASSWORD}").as_bytes());
+    let wrong = base64(format!("{user}:{REST_PASSWORD}-wrong").as_bytes());
+    let secrets = [REST_PASSWORD, basic.as_str(), wrong.as_str()];
+    let api = FakeRestApi::builder()
+        .credentials(user, REST_PASSWORD)
+        .strict(true)
+        .start()
+        .unwrap();
+    let uid = api.add_database("redis-12000.cluster.example", "127.0.0.1", 12000);
+    let db = Endpoint::new("redis-12000.cluster.example", 12000);
+    let options = |password: &'static str| {
+        LagAwareOptions::new(move || Some(RestCredentials::new(user, password)))
+            .rest_endpoint(api.url())
+    };
+    let trusted = |o: LagAwareOptions| {
+        o.trust_issuer_pem(api.certificate_pem().as_bytes())
+            .unwrap()
+    };
+    let timeout = Duration::from_secs(3);
+    let mut shown = vec![format!("{:?}", RestCredentials::new(user, REST_PASSWORD))];
+    // Right credentials: healthy, through filtered reads only.
+    let probe = LagAware::new(trusted(options(REST_PASSWORD)));
+    let outcome = probe.check_endpoint(&db, timeout);
+    assert_eq!(outcome.result(), ProbeResult::Healthy, "{outcome}");
+    shown.extend([format!("{probe:?}"), format!("{outcome} {outcome:?}")]);
+    // Wrong credentials (401 and 403), an untrusted certificate, a redirect, a
+    // malformed body, a lagging database: each Inconclusive or Unhealthy, none telling.
+    let wrong_password: &'static str = "Pw-Rest-3e5d7c9b-wrong";
+    for (what, o) in [
+        ("wrong password", trusted(options(wrong_password))),
+        ("untrusted certificate", options(REST_PASSWORD)),
+    ] {
+        let probe = LagAware::new(o);
+        let outcome = probe.check_endpoint(&db, timeout);
+        assert_eq!(
+            outcome.result(),
+            ProbeResult::Inconclusive,
+            "{what}: {outcome}"
+        );
+        shown.extend([format!("{probe:?}"), format!("{outcome} {outcome:?}")]);
+    }
+    api.set_auth_failure(Some(403));
+    let outcome = LagAware::new(trusted(options(REST_PASSWORD))).check_endpoint(&db, timeout);
+    shown.push(format!("{outcome} {outcome:?}"));
+    api.set_auth_failure(None);
+    api.redirect_to_unreachable(true);
+    let outcome = LagAware::new(trusted(options(REST_PASSWORD))).check_endpoint(&db, timeout);
+    shown.push(format!("{outcome} {outcome:?}"));
+    api.redirect_to_unreachable(false);
+    api.malformed_bodies(true);
+    let outcome = LagAware::new(trusted(options(REST_PASSWORD))).check_endpoint(&db, timeout);
+    shown.push(format!("{outcome} {outcome:?}"));
+    api.malformed_bodies(false);
+    api.set_lagging(uid, true);
+    let lag = trusted(options(REST_PASSWORD)).mode(LagCheckMode::Lag);
+    let outcome = LagAware::new(lag).check_endpoint(&db, timeout);
+    shown.push(format!("{outcome} {outcome:?}"));
+    for s in &shown {
+        assert_hidden(&secrets, s, "REST Debug/Display");
+    }
+    assert!(
+        api.unfiltered_reads().is_empty(),
+        "unfiltered reads: {:?}",
+        api.unfiltered_reads()
+    );
+    assert_no_record_holds(&secrets);
+}
+
+/// Standard base64 with padding (the Authorization header's encoding).
+fn base64(data: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::new();
+    for chunk in data.chunks(3) {
+        let b = [
+            chunk[0],
+            chunk.get(1).copied().unwrap_or(0),
+            chunk.get(2).copied().unwrap_or(0),
+        ];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(ALPHABET[(n >> (18 - 6 * i)) as usize & 63] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+const URL_PASSWORD: &str = "Pw-Url-6a4c2e80";
+
+/// Pinned bug: a REST endpoint given with credentials in it (`https://user:pw@host`)
+/// is refused, but the refusal quotes the whole URL (src/availability/lag_aware/
+/// endpoint.rs, "the REST endpoint {url} must be scheme, host and port only"), and that
+/// text is the outcome's `Display` and a warning record; `LagAwareOptions`' `Debug`
+/// shows `rest_endpoint` as given.
+#[test]
+#[ignore = "bug: src/availability/lag_aware/endpoint.rs quotes a REST endpoint URL with userinfo (a password) in the outcome and the log; LagAwareOptions Debug shows it"]
+fn a_rest_endpoint_with_credentials_in_it_is_refused_without_showing_them() {
+    use resilient_redis::availability::{LagAware, LagAwareOptions, RestCredentials};
+    use resilient_redis::Endpoint;
+    install_logger();
+    let options = LagAwareOptions::new(|| Some(RestCredentials::new("u", "p")))
+        .rest_endpoint(format!("https://monitor:{URL_PASSWORD}@127.0.0.1:9443"));
+    assert_hidden(
+        &[URL_PASSWORD],
+        &format!("{options:?}"),
+        "LagAwareOptions Debug",
+    );
+    let outcome = LagAware::new(options).check_endpoint(
+        &Endpoint::new("redis-12000.cluster.example", 12000),
+        Duration::from_secs(1),
+    );
+    assert_hidden(
+        &[URL_PASSWORD],
+        &format!("{outcome} {outcome:?}"),
+        "outcome",
+    );
+    assert_no_record_holds(&[URL_PASSWORD]);
+}
