@@ -4,8 +4,9 @@
 //! checks at the end is its own.
 //!
 //! Parameters (environment): `SOAK_SECONDS` (chaos duration, default 40), `SOAK_SEED`
-//! (default: fixed, so CI runs the same schedule; the seed is printed, and a failing
-//! run is replayed with it). `SOAK_SUMMARY=path` also writes the summary to a file.
+//! (default: fixed, so CI runs the same schedule; the seed is printed, and the same
+//! seed gives the same sequence of faults and operations, though not the same timing
+//! between them). `SOAK_SUMMARY=path` also writes the summary to a file.
 //! Run long by hand: `SOAK_SECONDS=1800 cargo test --release --test soak -- --nocapture`.
 //!
 //! # Invariants, and how each is checked
@@ -19,8 +20,10 @@
 //!   sequence already published) and `INFO` in a transaction (whose port must be a
 //!   member's) are all checked. Anything else is a mismatch: must be 0.
 //! * **No caller waits past its timeout plus a stated slack.** Every call is timed
-//!   against its budget: `round trips x TIMEOUT + SLACK` (a `watch` is a lease that
-//!   may connect, WATCH, GET, MULTI/EXEC and on failure UNWATCH: 5 x). Late calls: 0.
+//!   against its budget: `round trips x timeout + SLACK`, the timeout being `TIMEOUT`
+//!   (500 ms), or `RELAXED` (1 s) when a maintenance window may have been open during
+//!   the call; a `watch` is a lease that may connect, WATCH, GET, MULTI/EXEC and on
+//!   failure UNWATCH: 5 round trips. `SLACK` is 500 ms. Late calls: 0.
 //! * **No acknowledged write is missing from the member that acknowledged it while
 //!   that member stayed up.** The group's `active()` at ack time is only a hint (it can
 //!   change between the send and the reply), so the check does not use it. Writes are
@@ -294,8 +297,8 @@ impl Shared {
     }
 }
 
-/// An acknowledged write not yet checked (16 bytes: millions may be acked between
-/// two checkpoints in a release build).
+/// An acknowledged write not yet checked (16 bytes: a release build acknowledges
+/// hundreds of thousands between two checkpoints).
 #[derive(Clone, Copy)]
 enum Pending {
     /// A plain or batch `SET`: thread, kind, sequence, send and ack (ms since start).
