@@ -19,7 +19,9 @@ pub mod resp;
 pub mod testkit;
 
 pub use client::cluster;
-pub use client::{Client, ClientEvent, ClusterStats, IntoOptions, EVENT_QUEUE_BOUND};
+pub use client::{
+    Client, ClientEvent, ClientStatus, ClusterStats, IntoOptions, NodeStatus, EVENT_QUEUE_BOUND,
+};
 pub use commands::{
     ArgWriter, Batch, Cmd, CmdBuilder, CommandFlags, Commands, Database, FromValue, Handle,
     HashCommands, KeyCommands, ListCommands, ListEnd, RetryCategory, Script, ScriptingCommands,

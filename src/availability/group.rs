@@ -243,6 +243,12 @@ impl Group {
         self.inner().active()
     }
 
+    /// A snapshot of every member (weight, health, latency, failback verdict, which one
+    /// is active) whose `Display` is a readable table (see [`GroupStatus`]).
+    pub fn status(&self) -> super::GroupStatus {
+        super::GroupStatus::of(self)
+    }
+
     /// Makes `member` the explicit choice (weight and latency ignored) until
     /// `try_failover_to(None)`, the group closes, or it disconnects. Clears its unhealthy
     /// flag. `false` when it is not in the group or not connected. `None` removes the

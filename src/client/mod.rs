@@ -11,6 +11,7 @@ pub(crate) mod events;
 mod link;
 pub(crate) mod node;
 mod router;
+pub(crate) mod status;
 pub(crate) mod supervisor;
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -23,6 +24,7 @@ use parking_lot::Mutex;
 pub use events::{ClientEvent, EVENT_QUEUE_BOUND};
 
 pub use cluster::ClusterStats;
+pub use status::{ClientStatus, NodeStatus};
 
 use crate::commands::Database;
 use crate::config::{Endpoint, Options};
@@ -261,6 +263,12 @@ impl Client {
                 }
             })
             .collect()
+    }
+
+    /// A snapshot of every server (connected, protocol, maintenance, backlog) and the
+    /// cluster counters, whose `Display` is a readable table (see [`ClientStatus`]).
+    pub fn status(&self) -> ClientStatus {
+        ClientStatus::of(self)
     }
 
     /// Whether this client talks to a Redis Cluster.
