@@ -1,7 +1,81 @@
 //! resilient-redis: a synchronous, thread-based Redis client that keeps a service
 //! served through region outages, failovers and planned maintenance.
+//!
+//! It is for programs that do not run an async runtime (thread-per-request servers,
+//! batch jobs, CLI tools, plugins embedded in other programs) and must keep working
+//! while Redis moves under them.
+//!
+//! # The pieces
+//!
+//! - [`Client`]: one deployment, standalone or Redis Cluster. One multiplexed
+//!   connection per server, a reader and a writer thread each; whatever your threads
+//!   send concurrently is pipelined. It reconnects by itself (back-off with jitter, a
+//!   full re-handshake, a bounded backlog meanwhile) and never hands a late reply to
+//!   the wrong caller. Configured with a `redis://` URL, an option string (every key
+//!   on [`Options::parse`]) or an [`Options`] builder.
+//! - [`Database`]: the handle commands go through, `Clone + Send + Sync` and cheap to
+//!   clone. Typed commands come from the traits in [`prelude`]; anything else through
+//!   [`Database::cmd`]; pipelines through [`Batch`]; `MULTI`/`EXEC` through
+//!   [`Transaction`] and [`Database::watch`]. [`Database::with_retry`] re-issues
+//!   failed commands by how safe a replay is ([`RetryCategory`]).
+//! - [`Subscriber`]: plain, pattern and sharded pub/sub, re-subscribed after
+//!   reconnects and slot moves, with bounded queues or callbacks off the reader thread.
+//! - [`availability::Group`]: several deployments (regions) served as one, the best
+//!   member active: health checks, circuit breakers, weights, latency, failback delay,
+//!   manual failover, and failback checks such as [`availability::LagAware`], which
+//!   asks Redis Enterprise whether a region that came back has caught up.
+//! - [`maintenance`]: opt-in to the maintenance notifications of Redis Enterprise,
+//!   Redis Cloud and Azure Managed Redis; timeouts relaxed while a shard moves.
+//! - `testkit` (feature `testkit`): an in-process fake Redis, standalone and cluster,
+//!   with fault injection, maintenance notifications and a fake Enterprise REST API,
+//!   so you can test your own failover code without a real server.
+//! - [`Client::status`] and [`availability::Group::status`]: snapshots that print as
+//!   tables, for logs and health endpoints.
+//!
+//! Errors are one [`Error`] type with a classified [`ErrorKind`]
+//! ([`ErrorKind::is_transient`] is what retries and breakers decide on); they name the
+//! endpoint and the command, never an argument or a secret.
+//!
+//! # Example
+//!
+//! ```no_run
+//! use std::time::Duration;
+//! use resilient_redis::availability::{Group, GroupOptions, Member, RetryPolicy};
+//! use resilient_redis::prelude::*;
+//!
+//! fn main() -> resilient_redis::Result<()> {
+//!     // One deployment.
+//!     let client = Client::connect("redis://127.0.0.1:6379")?;
+//!     let db = client.database(); // hand a clone to every thread
+//!     db.set("greeting", "hello")?;
+//!     let greeting: Option<String> = db.get("greeting")?;
+//!     let n: i64 = db.cmd("INCRBY").arg("counter").arg(5).query()?; // any command
+//!
+//!     // Two regions served as one: the heavier member is active while it is healthy.
+//!     let group = Group::connect(
+//!         vec![
+//!             Member::new("redis://us-east.example:6379").with_name("us-east").with_weight(2),
+//!             Member::new("redis://us-west.example:6379").with_name("us-west"),
+//!         ],
+//!         GroupOptions::default().failback_delay(Duration::from_secs(60)),
+//!     )?;
+//!     let db = group.database().with_retry(RetryPolicy::default())?;
+//!     db.set("session:42", "alive")?; // follows a failover to the other region
+//!     println!("{}", group.status());
+//!     let _ = (greeting, n);
+//!     Ok(())
+//! }
+//! ```
+//!
+//! # Guides
+//!
+//! The repository's `docs/` folder holds the guides: `failover.md` (groups, health
+//! checks, breakers, retries, failback, lag-aware failback), `maintenance.md`,
+//! `configuration.md` (every key and URL form), `testing.md` (the testkit) and
+//! `performance.md`. Runnable examples are in `examples/`
+//! (`cargo run --example geo_failover`).
 #![forbid(unsafe_code)]
-#![warn(missing_docs)]
+#![deny(missing_docs)]
 
 pub mod availability;
 mod client;
@@ -19,7 +93,9 @@ pub mod resp;
 pub mod testkit;
 
 pub use client::cluster;
-pub use client::{Client, ClientEvent, ClusterStats, IntoOptions, EVENT_QUEUE_BOUND};
+pub use client::{
+    Client, ClientEvent, ClientStatus, ClusterStats, IntoOptions, NodeStatus, EVENT_QUEUE_BOUND,
+};
 pub use commands::{
     ArgWriter, Batch, Cmd, CmdBuilder, CommandFlags, Commands, Database, FromValue, Handle,
     HashCommands, KeyCommands, ListCommands, ListEnd, RetryCategory, Script, ScriptingCommands,

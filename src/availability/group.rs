@@ -152,6 +152,22 @@ impl Group {
     /// Connects every member (in the background for those that are down) and starts
     /// the group's supervisor. Fails when no member can be reached within the members'
     /// connect timeout.
+    ///
+    /// ```no_run
+    /// use std::time::Duration;
+    /// use resilient_redis::availability::{Group, GroupOptions, HealthCheck, Member};
+    /// let group = Group::connect(
+    ///     vec![
+    ///         Member::new("rediss://eu.example:6380").with_name("eu").with_weight(10),
+    ///         Member::new("rediss://us.example:6380").with_name("us").with_weight(5),
+    ///     ],
+    ///     GroupOptions::default()
+    ///         .health_check(HealthCheck { interval: Duration::from_secs(1), ..HealthCheck::default() })
+    ///         .failback_delay(Duration::from_secs(60)),
+    /// )?;
+    /// println!("{}", group.status()); // members, weights, health, latency; `*` is active
+    /// # Ok::<(), resilient_redis::Error>(())
+    /// ```
     pub fn connect(members: Vec<Member>, options: GroupOptions) -> Result<Group> {
         if members.is_empty() {
             return Err(Error::new(
@@ -241,6 +257,12 @@ impl Group {
     /// The member serving now.
     pub fn active(&self) -> Option<Member> {
         self.inner().active()
+    }
+
+    /// A snapshot of every member (weight, health, latency, failback verdict, which one
+    /// is active) whose `Display` is a readable table (see [`GroupStatus`](super::GroupStatus)).
+    pub fn status(&self) -> super::GroupStatus {
+        super::GroupStatus::of(self)
     }
 
     /// Makes `member` the explicit choice (weight and latency ignored) until

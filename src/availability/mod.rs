@@ -18,6 +18,7 @@ mod pubsub;
 mod retry;
 mod router;
 mod selection;
+mod status;
 mod supervisor;
 
 pub use breaker::{Accumulator, BreakerPolicy, CircuitBreaker, CircuitBreakerBuilder};
@@ -36,3 +37,4 @@ pub use member::Member;
 pub use probes::{IsConnected, Ping, ProbeTarget, StringSet};
 pub use pubsub::{GroupSubscriber, GroupSubscription};
 pub use retry::{RetryDecision, RetryPolicy};
+pub use status::{GroupStatus, MemberStatus};

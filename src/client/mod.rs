@@ -11,6 +11,7 @@ pub(crate) mod events;
 mod link;
 pub(crate) mod node;
 mod router;
+pub(crate) mod status;
 pub(crate) mod supervisor;
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -23,6 +24,7 @@ use parking_lot::Mutex;
 pub use events::{ClientEvent, EVENT_QUEUE_BOUND};
 
 pub use cluster::ClusterStats;
+pub use status::{ClientStatus, NodeStatus};
 
 use crate::commands::Database;
 use crate::config::{Endpoint, Options};
@@ -127,6 +129,24 @@ impl Client {
     /// With `abortConnect=true` (the default) this fails when no connection can be
     /// made; with `false` it returns at once and connects in the background, commands
     /// waiting in the backlog meanwhile.
+    ///
+    /// ```no_run
+    /// use std::time::Duration;
+    /// use resilient_redis::{Client, Options};
+    /// // A URL (`rediss://` for TLS; several hosts seed a cluster) ...
+    /// let a = Client::connect("redis://app:secret@cache.example:6379/0")?;
+    /// // ... an option string (every key is listed on `Options::parse`) ...
+    /// let b = Client::connect("cache.example:6379,password=secret,ssl=true,syncTimeout=2000")?;
+    /// // ... or options built in code.
+    /// let c = Client::connect(
+    ///     Options::builder()
+    ///         .endpoint("cache.example:6379")
+    ///         .command_timeout(Duration::from_secs(2))
+    ///         .build(),
+    /// )?;
+    /// # let _ = (a, b, c);
+    /// # Ok::<(), resilient_redis::Error>(())
+    /// ```
     pub fn connect(options: impl IntoOptions) -> Result<Client> {
         Client::connect_with(options.into_options()?, None)
     }
@@ -261,6 +281,12 @@ impl Client {
                 }
             })
             .collect()
+    }
+
+    /// A snapshot of every server (connected, protocol, maintenance, backlog) and the
+    /// cluster counters, whose `Display` is a readable table (see [`ClientStatus`]).
+    pub fn status(&self) -> ClientStatus {
+        ClientStatus::of(self)
     }
 
     /// Whether this client talks to a Redis Cluster.

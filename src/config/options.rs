@@ -82,8 +82,10 @@ pub enum MaintNotifications {
     Enabled,
 }
 
-/// Which form of address a `MOVING` notification should carry.
+/// Which form of address a `MOVING` notification should carry. The server defines
+/// the list, so it may grow.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum MovingEndpointType {
     /// `internal-ip`
     InternalIp,
@@ -112,6 +114,7 @@ impl MovingEndpointType {
 
 /// What a command does while the connection is down.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub enum BacklogPolicy {
     /// Wait (up to the command's timeout) for the connection to come back.
     #[default]

@@ -26,7 +26,11 @@ use crate::error::Result;
 use std::io::{self, Read};
 
 /// Limits that keep a hostile or broken peer from making us allocate without bound.
+///
+/// More limits may be added: start from the defaults and change fields
+/// (`let mut limits = Limits::default(); limits.max_depth = 16;`).
 #[derive(Clone, Copy, Debug)]
+#[non_exhaustive]
 pub struct Limits {
     /// Largest bulk string accepted (Redis's own `proto-max-bulk-len` default: 512 MiB).
     pub max_bulk_len: usize,
