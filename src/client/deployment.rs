@@ -15,6 +15,7 @@ use crate::availability::BreakerPolicy;
 use crate::clock;
 use crate::config::{Endpoint, Options};
 use crate::connection::timeouts::ServerTimeouts;
+use crate::connection::transport::Dial;
 use crate::connection::{tls, ConnectionConfig, ConnectionInfo, PushHandler};
 use crate::error::{Error, FailureKind, Result};
 use crate::maintenance::{EventRing, ServerMaintenance};
@@ -164,6 +165,7 @@ impl Deployment {
             // Replicas only serve reads after READONLY; harmless on a master.
             readonly: self.options.replica_reads && self.cluster().is_some(),
             breaker: self.breaker.clone(),
+            dial: Arc::new(Dial::default()),
         };
         let registry = self.registry.clone();
         let pubsub_config = ConnectionConfig {
