@@ -281,7 +281,7 @@ fn pubsub_push_handler(
         };
         match pubsub::parse(&frame) {
             Some(frame) => {
-                if let Some(key) = registry.apply(frame) {
+                if let Some(key) = registry.apply_from(frame, Some(&info.endpoint)) {
                     let _ = wake.try_send(Wake::Resubscribe(key));
                 }
             }

@@ -149,9 +149,17 @@ pub(crate) fn tick(deployment: &Deployment, heartbeats: &mut Heartbeats) {
 }
 
 /// Starts the handoff worker of every node whose maintenance inbox has a task (the
-/// waiting happens there, never on this thread).
+/// waiting happens there, never on this thread), and acts on the slots an `SMIGRATED`
+/// moved (cheap: no waiting, the refresh it asks for is scheduled).
 fn maintenance_pass(deployment: &Deployment, nodes: &[Arc<Node>]) {
     for node in nodes {
+        let migrations = node.handoff.take_migrations();
+        if !migrations.is_empty() {
+            match deployment.cluster() {
+                Some(state) => cluster::on_smigrated(deployment, &state, node, migrations),
+                None => log::debug!("{}: SMIGRATED outside a cluster ignored", node.endpoint),
+            }
+        }
         if !node.is_closed() && node.handoff.claim_worker() {
             handoff::worker::spawn(
                 node.clone(),
