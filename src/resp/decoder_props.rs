@@ -152,6 +152,90 @@ fn resp2_matches(got: &Value, orig: &Value) -> bool {
     }
 }
 
+/// Everything `read_from` in random chunks makes of `wire`: the frames, and whether it
+/// ended in a protocol error.
+fn read_checked(limits: Limits, wire: &[u8], seed: u64, max_chunk: usize) -> (Vec<Value>, bool) {
+    let mut d = Decoder::with_limits(limits);
+    let mut r = ChunkedReader {
+        data: wire.to_vec(),
+        pos: 0,
+        rng: Rng(seed),
+        max_chunk,
+    };
+    let mut got = Vec::new();
+    loop {
+        loop {
+            match d.decode() {
+                Ok(Some(v)) => got.push(v),
+                Ok(None) => break,
+                Err(e) => {
+                    assert_eq!(e.kind(), ErrorKind::Protocol);
+                    return (got, true);
+                }
+            }
+        }
+        if d.read_from(&mut r).expect("in-memory read") == 0 {
+            return (got, false);
+        }
+    }
+}
+
+/// The frames decoded before the end or the first error, and whether there was one.
+fn outcome(d: &mut Decoder, parts: &[&[u8]]) -> (Vec<Value>, bool) {
+    let mut got = Vec::new();
+    for part in parts {
+        d.feed(part);
+        loop {
+            match d.decode() {
+                Ok(Some(v)) => got.push(v),
+                Ok(None) => break,
+                Err(_) => return (got, true),
+            }
+        }
+    }
+    (got, false)
+}
+
+proptest! {
+    /// Not only valid encodings: whatever the bytes, the split into reads changes
+    /// neither the frames that come out nor whether (and after which frame) it fails.
+    #[test]
+    fn arbitrary_bytes_decode_the_same_whatever_the_split(
+        bytes in resp_ish_bytes(),
+        cuts in vec(any::<Index>(), 0..6),
+        seed in 1u64..,
+        max_chunk in 1usize..32,
+        small in any::<bool>(),
+    ) {
+        let limits = if small {
+            Limits { max_bulk_len: 64, max_aggregate_len: 8, max_depth: 4 }
+        } else {
+            Limits::default()
+        };
+        let (whole, whole_failed) = outcome(&mut Decoder::with_limits(limits), &[&bytes]);
+        let (split, split_failed) = outcome(&mut Decoder::with_limits(limits), &pieces(&bytes, &cuts));
+        prop_assert!(all_same(&split, &whole) && split_failed == whole_failed,
+            "split: {:?} {}, whole: {:?} {}", split, split_failed, whole, whole_failed);
+        let (read, read_failed) = read_checked(limits, &bytes, seed, max_chunk);
+        prop_assert!(all_same(&read, &whole) && read_failed == whole_failed,
+            "read_from: {:?} {}, whole: {:?} {}", read, read_failed, whole, whole_failed);
+    }
+
+    /// Whatever a peer sends, what the decoder makes of it the encoder writes back as
+    /// a frame that decodes to the same thing (the testkit relies on this pairing).
+    #[test]
+    fn decoded_frames_re_encode_stably(bytes in resp_ish_bytes()) {
+        let (frames, _) = outcome(&mut Decoder::new(), &[&bytes]);
+        for v in &frames {
+            let wire = encode_all(std::slice::from_ref(v));
+            let mut d = Decoder::new();
+            let again = feed_checked(&mut d, &[&wire]).expect("a re-encoded frame decodes");
+            prop_assert_eq!(again.len(), 1);
+            prop_assert_eq!(encode_all(&again), wire);
+        }
+    }
+}
+
 proptest! {
     #[test]
     fn arbitrary_bytes_never_panic(bytes in resp_ish_bytes(), cuts in vec(any::<Index>(), 0..4)) {

@@ -209,6 +209,34 @@ proptest! {
         prop_assert_eq!(Options::parse(&text).unwrap().to_string(), text);
     }
 
+    /// Whatever text surrounds it, a password never shows in an error or in the
+    /// options' `Display`/`Debug` (the mark cannot come from anywhere else).
+    #[test]
+    fn a_password_in_arbitrary_text_never_shows(
+        text in "[a-zA-Z0-9:@%/?#&=,.\\[\\] é-]{0,48}",
+        at_start in any::<bool>(),
+        in_url in any::<bool>(),
+    ) {
+        const MARK: &str = "Zq7Secret9Pw";
+        let input = match (in_url, at_start) {
+            (true, _) => format!("redis://u:{MARK}@{}", text.trim_start_matches("redis://")),
+            (false, true) => format!("password={MARK},{text}"),
+            (false, false) => format!("{text},password={MARK}"),
+        };
+        prop_assume!(!text.contains(MARK));
+        match Options::parse(&input) {
+            Ok(o) => {
+                for shown in [o.to_string(), format!("{o:?}"), format!("{o:#?}")] {
+                    prop_assert!(!shown.contains(MARK), "{:?} shows {:?}", input, shown);
+                }
+            }
+            Err(e) => {
+                let shown = format!("{e} {e:?}");
+                prop_assert!(!shown.contains(MARK), "{:?} fails with {:?}", input, shown);
+            }
+        }
+    }
+
     #[test]
     fn any_password_survives_percent_encoding(password in "\\PC{1,24}", user in "[a-z]{0,8}") {
         let url = format!("redis://{}:{}@h", url_encode(&user), url_encode(&password));
