@@ -58,7 +58,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let group = Group::connect(members.clone(), options)?;
     let events = group.events();
     let db = group.database();
-    println!("group up; active: {}", name(&group));
+    println!("group up:\n{}\n", group.status());
 
     let stop = Arc::new(AtomicBool::new(false));
     let ok = Arc::new(AtomicU64::new(0));
@@ -99,6 +99,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                     }
                 }
             }
+            6 => println!(
+                "--- t={second}s: the group during the outage ---\n{}",
+                group.status()
+            ),
             7 => {
                 println!("--- t={second}s: {} recovers ---", REGIONS[0].0);
                 match local.first_mut() {
@@ -144,9 +148,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let _ = w.join();
     }
     println!(
-        "done: {} ok, {} failed",
+        "done: {} ok, {} failed\n\n{:#}",
         ok.load(Ordering::Relaxed),
-        failed.load(Ordering::Relaxed)
+        failed.load(Ordering::Relaxed),
+        group.status()
     );
     group.close();
     Ok(())

@@ -90,6 +90,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("us-east (weight 20) is preferred; us-west (weight 10) stands by.");
     println!("Each region has a failback check asking its cluster whether it is caught up.\n");
 
+    println!("{}\n", group.status());
+
     let script: [(f64, &str, &dyn Fn()); 4] = [
         (1.5, "us-east goes dark (region outage)", &|| {
             east.redis.hang(true)
@@ -108,6 +110,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     ];
     let mut next = 0;
     let mut tick = 0u32;
+    let mut shown_held_off = false;
     let now = || started.elapsed().as_secs_f64();
     while started.elapsed() < Duration::from_secs(8) {
         while next < script.len() && now() >= script[next].0 {
@@ -132,9 +135,17 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         for e in events.try_iter() {
             print_event(now(), &e);
         }
+        if !shown_held_off && now() >= 5.0 {
+            shown_held_off = true;
+            println!(
+                "\nus-east is alive and connected, but held off:\n{}\n",
+                group.status()
+            );
+        }
         tick += 1;
         std::thread::sleep(Duration::from_millis(100));
     }
+    println!("\n{}", group.status());
     println!(
         "\nus-east cluster was asked {} questions, us-west {}; unfiltered reads: {}",
         east.cluster.requests().len(),

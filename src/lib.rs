@@ -117,3 +117,26 @@ pub mod prelude {
     };
     pub use crate::{Client, Database, Options, Subscriber};
 }
+
+// The README's and the guides' code blocks are compiled (and, unless marked `no_run`,
+// run) as doc tests, so they cannot drift from the API they describe. The guides use
+// the testkit, so they are tested with it on (`cargo test --all-features`).
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
+
+#[cfg(all(doctest, feature = "testkit"))]
+#[doc = include_str!("../docs/failover.md")]
+struct FailoverGuideDoctests;
+
+#[cfg(all(doctest, feature = "testkit"))]
+#[doc = include_str!("../docs/maintenance.md")]
+struct MaintenanceGuideDoctests;
+
+#[cfg(all(doctest, feature = "testkit"))]
+#[doc = include_str!("../docs/configuration.md")]
+struct ConfigurationGuideDoctests;
+
+#[cfg(all(doctest, feature = "testkit"))]
+#[doc = include_str!("../docs/testing.md")]
+struct TestingGuideDoctests;

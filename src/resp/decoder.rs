@@ -27,10 +27,10 @@ use std::io::{self, Read};
 
 /// Limits that keep a hostile or broken peer from making us allocate without bound.
 ///
-/// More limits may be added: start from the defaults and change fields
-/// (`let mut limits = Limits::default(); limits.max_depth = 16;`).
+/// Not `#[non_exhaustive]`, on purpose: the way to set one limit is struct update
+/// syntax (`Limits { max_depth: 16, ..Limits::default() }`), which keeps compiling when
+/// a limit is added and which `#[non_exhaustive]` would forbid outside this crate.
 #[derive(Clone, Copy, Debug)]
-#[non_exhaustive]
 pub struct Limits {
     /// Largest bulk string accepted (Redis's own `proto-max-bulk-len` default: 512 MiB).
     pub max_bulk_len: usize,

@@ -268,3 +268,33 @@ fn every_key_is_documented_in_the_parse_table() {
         assert!(source.contains(&row), "no table row for {}", key.name());
     }
 }
+
+/// docs/configuration.md carries the key table of `Options::parse` row for row (with
+/// rustdoc's `[`links`]` written as plain code), so the guide cannot drift from the
+/// parser's own documentation, and every key is in both.
+#[test]
+fn the_configuration_guide_has_the_parse_table_row_for_row() {
+    let source = include_str!("../parse.rs");
+    let guide = include_str!("../../../docs/configuration.md");
+    let rows: Vec<String> = source
+        .lines()
+        .filter_map(|l| l.trim_start().strip_prefix("/// |"))
+        .map(|rest| format!("|{rest}").replace("[`", "`").replace("`]", "`"))
+        .collect();
+    let table = rows.join("\n");
+    for row in &rows {
+        assert!(
+            guide.lines().any(|l| l.trim_end() == row),
+            "docs/configuration.md lacks this row of the Options::parse table:\n{row}\n\n\
+             the whole table, to paste:\n{table}"
+        );
+    }
+    for key in OptionKey::ALL {
+        let row = format!("| `{}` |", key.name());
+        assert!(
+            guide.lines().any(|l| l.starts_with(&row)),
+            "docs/configuration.md has no row for {}",
+            key.name()
+        );
+    }
+}
