@@ -492,9 +492,10 @@ fn a_declared_length_below_the_limit_commits_no_memory_for_bytes_that_never_come
         grown >> 20
     );
     // Limits below it refuse at the header.
-    let mut limits = Limits::default();
-    limits.max_bulk_len = 1 << 20;
-    let mut d = Decoder::with_limits(limits);
+    let mut d = Decoder::with_limits(Limits {
+        max_bulk_len: 1 << 20,
+        ..Limits::default()
+    });
     d.feed(b"$1048577\r\n");
     assert_eq!(d.decode().unwrap_err().kind(), ErrorKind::Protocol);
 }
