@@ -237,6 +237,17 @@ fn recycle(
     if node.handoff.is_cancelled() {
         return;
     }
+    // A reconnect got there first (the server closed the old connection while we
+    // waited for DNS): that connection already resolved afresh; leave it be.
+    let current = node.current().and_then(|c| c.info().peer);
+    if report.from.is_some() && current.is_some() && current != report.from {
+        log::info!(
+            "{}: already reconnected to {current:?}; nothing to recycle",
+            node.endpoint
+        );
+        report.to = current;
+        return;
+    }
     match replace_interactive(node, ctx, to, drain_until) {
         Ok(peer) => {
             report.recycled = true;
@@ -269,7 +280,11 @@ fn replace_interactive(
     let peer = conn.info().peer;
     if let Some(old) = node.swap_interactive(conn) {
         old.stop_accepting();
-        while old.caller_inflight() > 0 && !old.is_closed() && Instant::now() < drain_until {
+        while old.caller_inflight() > 0
+            && !old.is_closed()
+            && !node.handoff.is_cancelled()
+            && Instant::now() < drain_until
+        {
             std::thread::sleep(DRAIN_POLL);
         }
         let left = old.caller_inflight();
