@@ -39,6 +39,9 @@ const RETIRING_GRACE: Duration = Duration::from_secs(10);
 /// The drain bound when no window gives one (`MIGRATED`: the silent close was measured
 /// ~13 s after the address left DNS); the same bound as a retiring cluster node.
 const DRAIN_WITHOUT_WINDOW: Duration = Duration::from_secs(5);
+/// The least drain a late decision still gets: the server was measured closing 0.7 s
+/// or more after the window, and closing with requests in flight fails them for sure.
+const DRAIN_FLOOR: Duration = Duration::from_millis(500);
 /// How often the drain looks at the caller work left (on this worker, never a reader).
 const DRAIN_POLL: Duration = Duration::from_millis(2);
 
@@ -170,7 +173,8 @@ fn moving(
             .dial
             .retire(from, deadline_after(window_end, RETIRING_GRACE));
     }
-    recycle(node, ctx, report, target, window_end);
+    let drain_until = window_end.max(deadline_after(Instant::now(), DRAIN_FLOOR));
+    recycle(node, ctx, report, target, drain_until);
 }
 
 /// §6 advertised-address check: after a `MIGRATED`, watch (for the post-event tail)
