@@ -128,8 +128,12 @@ fn sharded_delivery_resumes_after_migration(sunsubscribe: bool) {
     if !sunsubscribe {
         assert_eq!(stats.refreshes, refreshes, "no refresh moved it");
     }
+    // Bounded by the one-shot triggers, each re-subscribing at most once while the
+    // new owner's confirmation is on its way (more of them overlap on a loaded
+    // machine): the unsolicited SUNSUBSCRIBE, the reply to ours on the old owner, the
+    // SMIGRATED fallback and its refresh. Never a loop.
     assert!(
-        resubscribes() - before <= 3,
+        resubscribes() - before <= 5,
         "bounded: {} SSUBSCRIBE",
         resubscribes() - before
     );

@@ -168,10 +168,12 @@ impl Node {
                 ) {
                     Ok(outcome) => return Ok(outcome),
                     Err(RequestError::Failed(e)) => return Err(e),
-                    // A handoff replaced it while we were sending: go to the new one
-                    // (also under `backlog=failfast`: the node is connected).
+                    // A handoff replaced it while we were sending (it refuses new
+                    // requests but is not closed): go to the new one, also under
+                    // `backlog=failfast`, since the node is connected.
                     Err(RequestError::Unsent(_))
-                        if self.current().is_some_and(|c| !Arc::ptr_eq(&c, &conn)) =>
+                        if !conn.is_closed()
+                            && self.current().is_some_and(|c| !Arc::ptr_eq(&c, &conn)) =>
                     {
                         continue
                     }

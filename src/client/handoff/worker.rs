@@ -39,6 +39,9 @@ const RETIRING_GRACE: Duration = Duration::from_secs(10);
 /// The drain bound when no window gives one (`MIGRATED`: the silent close was measured
 /// ~13 s after the address left DNS); the same bound as a retiring cluster node.
 const DRAIN_WITHOUT_WINDOW: Duration = Duration::from_secs(5);
+/// The least drain a late decision still gets: the server was measured closing 0.7 s
+/// or more after the window, and closing with requests in flight fails them for sure.
+const DRAIN_FLOOR: Duration = Duration::from_millis(500);
 /// How often the drain looks at the caller work left (on this worker, never a reader).
 const DRAIN_POLL: Duration = Duration::from_millis(2);
 
@@ -170,7 +173,8 @@ fn moving(
             .dial
             .retire(from, deadline_after(window_end, RETIRING_GRACE));
     }
-    recycle(node, ctx, report, target, window_end);
+    let drain_until = window_end.max(deadline_after(Instant::now(), DRAIN_FLOOR));
+    recycle(node, ctx, report, target, drain_until);
 }
 
 /// §6 advertised-address check: after a `MIGRATED`, watch (for the post-event tail)
@@ -237,6 +241,17 @@ fn recycle(
     if node.handoff.is_cancelled() {
         return;
     }
+    // A reconnect got there first (the server closed the old connection while we
+    // waited for DNS): that connection already resolved afresh; leave it be.
+    let current = node.current().and_then(|c| c.info().peer);
+    if report.from.is_some() && current.is_some() && current != report.from {
+        log::info!(
+            "{}: already reconnected to {current:?}; nothing to recycle",
+            node.endpoint
+        );
+        report.to = current;
+        return;
+    }
     match replace_interactive(node, ctx, to, drain_until) {
         Ok(peer) => {
             report.recycled = true;
@@ -269,7 +284,11 @@ fn replace_interactive(
     let peer = conn.info().peer;
     if let Some(old) = node.swap_interactive(conn) {
         old.stop_accepting();
-        while old.caller_inflight() > 0 && !old.is_closed() && Instant::now() < drain_until {
+        while old.caller_inflight() > 0
+            && !old.is_closed()
+            && !node.handoff.is_cancelled()
+            && Instant::now() < drain_until
+        {
             std::thread::sleep(DRAIN_POLL);
         }
         let left = old.caller_inflight();
