@@ -28,7 +28,8 @@
 //!   that member stayed up.** The group's `active()` at ack time is only a hint (it can
 //!   change between the send and the reply), so the check does not use it. Writes are
 //!   checked at *checkpoints*: just before every kill (the last moment the victim's
-//!   data exists) and at the end, by reading each running member directly with its own
+//!   data exists), every 5 s otherwise, and at the end, by reading each running member
+//!   directly with its own
 //!   client (stopped members cannot answer: what needs one waits for a later
 //!   checkpoint).
 //!   - *attributed writes* go in a `MULTI`/`EXEC` with `INFO server`: the reply names
@@ -98,6 +99,8 @@ const RSS_MARGIN: u64 = 64 * 1024 * 1024;
 const MAX_FAULTED: usize = 2;
 /// Writes checked per round of reads at a checkpoint.
 const CHECK_CHUNK: usize = 5000;
+/// Longest time between two checkpoints (there is one before every kill too).
+const CHECKPOINT_EVERY: Duration = Duration::from_secs(5);
 /// `maintRelaxedTimeout` of every member; windows last at most `maintRelaxedWindowMax`
 /// (2 s) plus the `maintPostEventRelaxed` tail (1 s).
 const RELAXED: Duration = Duration::from_millis(1000);
@@ -212,6 +215,8 @@ struct Shared {
     stop: AtomicBool,
     counters: Counters,
     ops_by_kind: Mutex<BTreeMap<&'static str, u64>>,
+    /// Per kind: the worst time past the budget (µs) and when it ended (ms since start).
+    worst_by_kind: Mutex<BTreeMap<&'static str, (u64, u32)>>,
     errors_by_kind: Mutex<BTreeMap<String, u64>>,
     /// First few problems, for the failure message.
     problems: Mutex<Vec<String>>,
@@ -286,6 +291,11 @@ impl Shared {
         if let Some(over) = took.checked_sub(budget) {
             let us = u64::try_from(over.as_micros()).unwrap_or(u64::MAX);
             self.counters.worst_over_us.fetch_max(us, Ordering::Relaxed);
+            let mut worst = self.worst_by_kind.lock().unwrap();
+            let entry = worst.entry(op).or_default();
+            if us > entry.0 {
+                *entry = (us, ms_since(self.t0));
+            }
             if over > SLACK {
                 self.counters.late.fetch_add(1, Ordering::Relaxed);
                 self.problem(format!(
@@ -949,10 +959,11 @@ impl Chaos {
         let mut counters: Vec<HashMap<u32, u64>> = Vec::new();
         let mut backlog = 0u64;
         for book in &shared.books {
-            let mut book = book.lock().unwrap();
-            backlog += (book.pending.capacity() * std::mem::size_of::<Pending>()) as u64;
-            items.append(&mut book.pending);
-            counters.push(book.counter_max.clone());
+            // Taken whole (not appended from), so its memory goes when checked.
+            let taken = std::mem::take(&mut book.lock().unwrap().pending);
+            backlog += (taken.capacity() * std::mem::size_of::<Pending>()) as u64;
+            items.extend_from_slice(&taken);
+            counters.push(book.lock().unwrap().counter_max.clone());
         }
         backlog += (items.capacity() * std::mem::size_of::<Pending>()) as u64;
         self.verdict.peak_backlog_bytes = self.verdict.peak_backlog_bytes.max(backlog);
@@ -1429,6 +1440,7 @@ fn chaos_soak() {
         stop: AtomicBool::new(false),
         counters: Counters::default(),
         ops_by_kind: Mutex::new(BTreeMap::new()),
+        worst_by_kind: Mutex::new(BTreeMap::new()),
         errors_by_kind: Mutex::new(BTreeMap::new()),
         problems: Mutex::new(Vec::new()),
         ports: ports.clone(),
@@ -1519,8 +1531,18 @@ fn chaos_soak() {
     let end = t0 + Duration::from_secs(seconds);
     // A quiet first second: traffic is flowing before the first fault.
     thread::sleep(Duration::from_millis(1000));
+    let mut last_checkpoint = Instant::now();
     while Instant::now() < end {
+        let checkpoints = chaos.verdict.checkpoints;
         chaos.step(&mut rng, &group, &shared);
+        // Also every few seconds without a kill, so the backlog of unchecked writes
+        // (and the memory it holds) is bounded by time, not by the schedule's luck.
+        if chaos.verdict.checkpoints != checkpoints {
+            last_checkpoint = Instant::now();
+        } else if last_checkpoint.elapsed() >= CHECKPOINT_EVERY {
+            chaos.checkpoint(&shared);
+            last_checkpoint = Instant::now();
+        }
         let pause = rng.millis(300, 1500);
         thread::sleep(pause.min(end.saturating_duration_since(Instant::now())));
     }
@@ -1646,6 +1668,41 @@ fn chaos_soak() {
         c.late.load(Ordering::Relaxed),
         c.worst_over_us.load(Ordering::Relaxed) as f64 / 1000.0
     );
+    let worst: Vec<String> = shared
+        .worst_by_kind
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|(op, (us, at))| {
+            format!(
+                "{op} {:.1} ms at {:.1} s",
+                *us as f64 / 1000.0,
+                f64::from(*at) / 1000.0
+            )
+        })
+        .collect();
+    let _ = writeln!(summary, "  worst past budget    {}", worst.join(", "));
+    // What the schedule did around the worst one.
+    let worst_at = shared
+        .worst_by_kind
+        .lock()
+        .unwrap()
+        .values()
+        .max()
+        .map(|&(_, at)| at);
+    if let Some(at) = worst_at {
+        let near: Vec<&String> = chaos
+            .log
+            .iter()
+            .filter(|line| {
+                line.split_whitespace()
+                    .next()
+                    .and_then(|ms| ms.parse::<u32>().ok())
+                    .is_some_and(|ms| ms + 8000 >= at && ms <= at + 1000)
+            })
+            .collect();
+        let _ = writeln!(summary, "  faults before it     {near:?}");
+    }
     let _ = writeln!(
         summary,
         "leaked threads         {} (peak rr-* threads during the run: {during_run_threads})",
