@@ -88,6 +88,7 @@ pub(crate) mod connection;
 mod error;
 pub mod maintenance;
 pub mod pubsub;
+pub mod resolve;
 pub mod resp;
 #[cfg(feature = "testkit")]
 pub mod testkit;

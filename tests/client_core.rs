@@ -60,7 +60,6 @@ fn a_reply_that_arrives_after_its_caller_timed_out_never_reaches_the_next_caller
     db.set("late:k", "mine").unwrap();
     // BLPOP on the shared connection (not marked blocking, on purpose) holds the reply
     // for 500 ms; our caller gives up after 100 ms.
-    let started = Instant::now();
     let err = db
         .with_timeout(Duration::from_millis(100))
         .cmd("BLPOP")
@@ -69,7 +68,6 @@ fn a_reply_that_arrives_after_its_caller_timed_out_never_reaches_the_next_caller
         .query::<Option<Vec<String>>>()
         .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Timeout);
-    assert!(started.elapsed() < Duration::from_millis(400));
     assert_eq!(err.command(), Some("BLPOP"));
     // The next caller's reply is its own, not the nil that BLPOP eventually sends.
     let v: Option<String> = db.get("late:k").unwrap();

@@ -9,12 +9,14 @@ use parking_lot::RwLock;
 
 use super::cluster::ClusterState;
 use super::events::{ClientEvent, EventBus};
+use super::handoff::NodeHandoff;
 use super::node::Node;
 use super::supervisor::Wake;
 use crate::availability::BreakerPolicy;
 use crate::clock;
 use crate::config::{Endpoint, Options};
 use crate::connection::timeouts::ServerTimeouts;
+use crate::connection::transport::Dial;
 use crate::connection::{tls, ConnectionConfig, ConnectionInfo, PushHandler};
 use crate::error::{Error, FailureKind, Result};
 use crate::maintenance::{EventRing, ServerMaintenance};
@@ -148,33 +150,34 @@ impl Deployment {
         // before a reconnect still covers the commands waiting for it.
         let timeouts = Arc::new(ServerTimeouts::new(clock::system()));
         let maint = Arc::new(ServerMaintenance::new(timeouts.clone(), &options));
+        let handoff = Arc::new(NodeHandoff::new(endpoint.clone()));
+        let dispatch = || MaintDispatch {
+            server: maint.clone(),
+            ring: self.maint_ring.clone(),
+            events: self.events.clone(),
+            handoff: handoff.clone(),
+            wake: self.wake.clone(),
+        };
         let config = ConnectionConfig {
             endpoint,
             options,
             tls,
             timeouts,
-            on_push: Some(interactive_push_handler(
-                maint.clone(),
-                self.maint_ring.clone(),
-                self.events.clone(),
-            )),
+            on_push: Some(interactive_push_handler(dispatch())),
             on_failure: Some(on_failure.clone()),
             role: "",
             subscriber: false,
             // Replicas only serve reads after READONLY; harmless on a master.
             readonly: self.options.replica_reads && self.cluster().is_some(),
             breaker: self.breaker.clone(),
+            dial: Arc::new(Dial::default()),
         };
         let registry = self.registry.clone();
         let pubsub_config = ConnectionConfig {
             on_push: Some(pubsub_push_handler(
                 registry.clone(),
                 self.wake.clone(),
-                MaintDispatch {
-                    server: maint,
-                    ring: self.maint_ring.clone(),
-                    events: self.events.clone(),
-                },
+                dispatch(),
             )),
             on_failure: Some(Arc::new(
                 move |info: &ConnectionInfo, kind: FailureKind, e: &Error| {
@@ -191,6 +194,7 @@ impl Deployment {
             config,
             pubsub_config,
             self.events.clone(),
+            handoff,
         )))
     }
 }
@@ -221,19 +225,29 @@ fn failure_handler(
 }
 
 /// Where a connection's maintenance notifications go: its server's state, the
-/// client's de-duplication ring, and the client's events.
+/// client's de-duplication ring and events, and the node's handoff inbox (whose work
+/// the supervisor starts: a reader thread only records it).
 struct MaintDispatch {
     server: Arc<ServerMaintenance>,
     ring: Arc<EventRing>,
     events: Arc<EventBus<ClientEvent>>,
+    handoff: Arc<NodeHandoff>,
+    wake: Sender<Wake>,
 }
 
 impl MaintDispatch {
     /// Handles a maintenance notification; hands any other frame back.
     fn dispatch(&self, info: &ConnectionInfo, frame: Value) -> Option<Value> {
-        match self.server.on_push(&self.ring, &info.endpoint, frame) {
-            Ok(Some(event)) => {
-                self.events.publish(ClientEvent::Maintenance(event));
+        match self.server.on_push_fresh(&self.ring, &info.endpoint, frame) {
+            Ok(Some((event, raise))) => {
+                // New for this server, raised or not: each node acts on its own copy.
+                let work = self.handoff.offer(&event, info.peer);
+                if raise {
+                    self.events.publish(ClientEvent::Maintenance(event));
+                }
+                if work {
+                    let _ = self.wake.try_send(Wake::Maintenance);
+                }
                 None
             }
             Ok(None) => None,
@@ -244,16 +258,7 @@ impl MaintDispatch {
 
 /// The interactive connection's pushes: maintenance notifications (nothing else is
 /// expected there; anything else is dropped, never taken for a reply).
-fn interactive_push_handler(
-    server: Arc<ServerMaintenance>,
-    ring: Arc<EventRing>,
-    events: Arc<EventBus<ClientEvent>>,
-) -> PushHandler {
-    let maint = MaintDispatch {
-        server,
-        ring,
-        events,
-    };
+fn interactive_push_handler(maint: MaintDispatch) -> PushHandler {
     Arc::new(move |info: &ConnectionInfo, frame: Value| {
         if let Some(other) = maint.dispatch(info, frame) {
             log::trace!("{}: push frame ignored: {other:?}", info.endpoint);
@@ -276,7 +281,7 @@ fn pubsub_push_handler(
         };
         match pubsub::parse(&frame) {
             Some(frame) => {
-                if let Some(key) = registry.apply(frame) {
+                if let Some(key) = registry.apply_from(frame, Some(&info.endpoint)) {
                     let _ = wake.try_send(Wake::Resubscribe(key));
                 }
             }

@@ -39,6 +39,10 @@ pub enum ClientEvent {
     /// A server announced maintenance (see [`crate::maintenance`]); raised once per
     /// event although every node sends its own copy.
     Maintenance(MaintenanceEvent),
+    /// The client acted on a `MOVING` or `MIGRATED` (see
+    /// [`HandoffReport`](crate::maintenance::HandoffReport)); a recycle is also reported
+    /// as `ConnectionFailed` with `FailureKind::MaintenanceHandoff`, then restored.
+    Handoff(crate::maintenance::HandoffReport),
 }
 
 /// How many events a subscriber may leave unread before newer ones are dropped: a slow

@@ -55,6 +55,17 @@ impl Link {
         conn
     }
 
+    /// Installs a connection and hands back the previous one, still open (a handoff
+    /// drains it before closing it).
+    pub(crate) fn replace(&self, conn: Connection) -> Option<Arc<Connection>> {
+        let old = self.conn.write().replace(Arc::new(conn));
+        let mut st = self.reconnect.lock();
+        st.was_connected = true;
+        st.attempt = 0;
+        st.next_at = None;
+        old
+    }
+
     /// Closes the live connection for good and waits for its threads.
     pub(crate) fn close(&self) {
         let conn = self.conn.write().take();

@@ -8,6 +8,7 @@ mod blocking;
 pub mod cluster;
 mod deployment;
 pub(crate) mod events;
+mod handoff;
 mod link;
 pub(crate) mod node;
 mod router;
@@ -278,6 +279,8 @@ impl Client {
                     connected: conn.is_some(),
                     opted_in: conn.is_some_and(|c| c.maint_notifications()),
                     in_force: n.interactive.config.timeouts.maintenance(),
+                    handoffs: n.handoff.stats(),
+                    last_handoff: n.handoff.last(),
                 }
             })
             .collect()

@@ -14,6 +14,7 @@ use parking_lot::{Condvar, Mutex};
 
 use super::blocking::BlockingPool;
 use super::events::{ClientEvent, EventBus};
+use super::handoff::NodeHandoff;
 use super::link::Link;
 use crate::config::{BacklogPolicy, Endpoint};
 use crate::connection::slot::Outcome;
@@ -33,6 +34,8 @@ pub(crate) struct Node {
     pub(crate) blocking: Arc<BlockingPool>,
     closed: AtomicBool,
     pub(crate) events: Arc<EventBus<ClientEvent>>,
+    /// Maintenance actions (MOVING handoff, MIGRATED check, SMIGRATED slots).
+    pub(crate) handoff: Arc<NodeHandoff>,
 }
 
 impl Node {
@@ -40,6 +43,7 @@ impl Node {
         config: ConnectionConfig,
         pubsub_config: ConnectionConfig,
         events: Arc<EventBus<ClientEvent>>,
+        handoff: Arc<NodeHandoff>,
     ) -> Node {
         let blocking = Arc::new(BlockingPool::new(config.clone()));
         Node {
@@ -52,6 +56,7 @@ impl Node {
             blocking,
             closed: AtomicBool::new(false),
             events,
+            handoff,
         }
     }
 
@@ -69,6 +74,19 @@ impl Node {
         self.interactive.install(conn);
         let _guard = self.wait_lock.lock();
         self.available.notify_all();
+    }
+
+    /// Installs a handoff's replacement connection, waking the backlog, and hands back
+    /// the one it replaces, still open, for the handoff to drain and close.
+    pub(crate) fn swap_interactive(&self, conn: Connection) -> Option<Arc<Connection>> {
+        if self.is_closed() {
+            conn.close(FailureKind::ClosedByClient);
+            return None;
+        }
+        let old = self.interactive.replace(conn);
+        let _guard = self.wait_lock.lock();
+        self.available.notify_all();
+        old
     }
 
     /// Installs a fresh subscription connection and re-subscribes what it carries.
@@ -150,6 +168,13 @@ impl Node {
                 ) {
                     Ok(outcome) => return Ok(outcome),
                     Err(RequestError::Failed(e)) => return Err(e),
+                    // A handoff replaced it while we were sending: go to the new one
+                    // (also under `backlog=failfast`: the node is connected).
+                    Err(RequestError::Unsent(_))
+                        if self.current().is_some_and(|c| !Arc::ptr_eq(&c, &conn)) =>
+                    {
+                        continue
+                    }
                     Err(RequestError::Unsent(_)) => {}
                 }
             }
@@ -214,6 +239,7 @@ impl Node {
     /// Closes every connection and wakes every waiter; nothing reconnects afterwards.
     pub(crate) fn close(&self) {
         self.closed.store(true, Ordering::Release);
+        self.handoff.cancel();
         {
             // Taken so an on-demand open in progress finishes before we close.
             let _open = self.pubsub.open_lock.lock();

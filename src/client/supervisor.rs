@@ -14,6 +14,7 @@ use std::collections::HashMap;
 use super::cluster;
 use super::deployment::Deployment;
 use super::events::ClientEvent;
+use super::handoff;
 use super::link::Link;
 use super::node::Node;
 use crate::config::Endpoint;
@@ -33,6 +34,8 @@ pub(crate) enum Wake {
     RefreshTopology,
     /// The server ended a subscription we still want (a sharded slot moved).
     Resubscribe(Key),
+    /// A node's maintenance inbox has work (a handoff to start, slots that moved).
+    Maintenance,
     /// The client is closing.
     Shutdown,
 }
@@ -86,7 +89,8 @@ pub(crate) fn handle_wake(deployment: &Deployment, wake: &Wake) {
                 state.request_refresh();
             }
         }
-        Wake::NodeAdded | Wake::Shutdown => {}
+        // The tick that follows every wake-up does the work.
+        Wake::NodeAdded | Wake::Maintenance | Wake::Shutdown => {}
     }
 }
 
@@ -133,12 +137,38 @@ pub(crate) fn tick(deployment: &Deployment, heartbeats: &mut Heartbeats) {
             }
         }
     }
+    maintenance_pass(deployment, &nodes);
     if let Some(state) = deployment.cluster() {
         if state.refresh_due() {
             cluster::refresh(deployment, &state);
         }
         for endpoint in state.finish_retirements() {
             deployment.remove(&endpoint);
+        }
+    }
+}
+
+/// Starts the handoff worker of every node whose maintenance inbox has a task (the
+/// waiting happens there, never on this thread), and acts on the slots an `SMIGRATED`
+/// moved (cheap: no waiting, the refresh it asks for is scheduled).
+fn maintenance_pass(deployment: &Deployment, nodes: &[Arc<Node>]) {
+    for node in nodes {
+        let migrations = node.handoff.take_migrations();
+        if !migrations.is_empty() {
+            match deployment.cluster() {
+                Some(state) => cluster::on_smigrated(deployment, &state, node, migrations),
+                None => log::debug!("{}: SMIGRATED outside a cluster ignored", node.endpoint),
+            }
+        }
+        if !node.is_closed() && node.handoff.claim_worker() {
+            handoff::worker::spawn(
+                node.clone(),
+                handoff::worker::Ctx {
+                    options: deployment.options.clone(),
+                    events: deployment.events.clone(),
+                    cluster: deployment.cluster(),
+                },
+            );
         }
     }
 }

@@ -219,6 +219,10 @@ pub struct Options {
     pub maint_moving_endpoint_type: Option<MovingEndpointType>,
     /// A provider chosen explicitly with `defaults=<name>` (see [`Options::provider`]).
     pub defaults: Option<String>,
+    /// How every connection resolves its endpoint's host name (`None`: the system
+    /// resolver, [`SystemResolver`](crate::resolve::SystemResolver)). Code only: no
+    /// option-string key. Tests inject `testkit::ScriptedResolver` to move a record.
+    pub resolver: Option<std::sync::Arc<dyn crate::resolve::Resolver>>,
     /// Which provider-defaultable settings were given explicitly.
     pub(crate) explicit: Explicit,
 }
@@ -263,6 +267,7 @@ impl Default for Options {
             maint_post_event_relaxed: None,
             maint_moving_endpoint_type: None,
             defaults: None,
+            resolver: None,
             explicit: Explicit::default(),
         }
     }
@@ -397,6 +402,11 @@ impl OptionsBuilder {
         self.options.maint_relaxed_timeout = relaxed;
         self.options.maint_relaxed_window_max = window_max;
         self.options.maint_post_event_relaxed = post_event;
+        self
+    }
+    /// The resolver every connection uses (see [`Options::resolver`]).
+    pub fn resolver(mut self, resolver: std::sync::Arc<dyn crate::resolve::Resolver>) -> Self {
+        self.options.resolver = Some(resolver);
         self
     }
     /// The finished options.

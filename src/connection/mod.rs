@@ -15,6 +15,7 @@ pub(crate) mod transport;
 mod writer;
 
 use std::collections::VecDeque;
+use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread::{self, JoinHandle};
@@ -55,6 +56,8 @@ pub(crate) struct ConnectionConfig {
     pub readonly: bool,
     /// The circuit breaker watching this connection's caller traffic.
     pub breaker: Option<Arc<dyn BreakerPolicy>>,
+    /// Where the node's connections dial (a handoff may redirect or retire addresses).
+    pub dial: Arc<transport::Dial>,
 }
 
 /// Identity of a connection, handed to hooks.
@@ -69,6 +72,8 @@ pub(crate) struct ConnectionInfo {
     /// Whether this connection opted in to maintenance notifications (RESP3 and the
     /// server's `+OK`); decided again on every connection, so re-armed on reconnect.
     pub maint_notifications: bool,
+    /// The address connected to (what a `MOVING` handoff is leaving).
+    pub peer: Option<SocketAddr>,
 }
 
 /// A request waiting for its replies.
@@ -88,6 +93,9 @@ struct Outgoing {
     spare: Vec<u8>,
     busy: bool,
     closed: bool,
+    /// No new requests (a handoff drains this connection before closing it): they
+    /// come back unsent and go to the connection that replaced it.
+    refusing: bool,
 }
 
 pub(crate) struct Shared {
@@ -122,13 +130,33 @@ static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 impl Connection {
     /// Connects, performs TLS and the handshake, then starts the reader and writer.
     pub(crate) fn open(cfg: &ConnectionConfig) -> Result<Connection> {
+        Connection::open_via(cfg, None)
+    }
+
+    /// Like `open`, to an address a handoff chose rather than what the name resolves
+    /// to first (stepping sideways to a sibling the record already names).
+    pub(crate) fn open_to(cfg: &ConnectionConfig, addr: SocketAddr) -> Result<Connection> {
+        Connection::open_via(cfg, Some(addr))
+    }
+
+    fn open_via(cfg: &ConnectionConfig, to: Option<SocketAddr>) -> Result<Connection> {
         let endpoint_text = cfg.endpoint.to_string();
         let deadline = deadline_after(Instant::now(), cfg.options.connect_timeout);
         let with_endpoint = |e: Error| e.with_endpoint(endpoint_text.clone());
-        let stream = transport::connect_tcp(&cfg.endpoint, cfg.options.connect_timeout)
-            .map_err(with_endpoint)?;
+        let system = crate::resolve::SystemResolver;
+        let resolver: &dyn crate::resolve::Resolver =
+            cfg.options.resolver.as_deref().unwrap_or(&system);
+        let stream = transport::connect_tcp(
+            &cfg.endpoint,
+            cfg.options.connect_timeout,
+            resolver,
+            &cfg.dial,
+            to,
+        )
+        .map_err(with_endpoint)?;
+        let peer_addr = stream.peer_addr().ok();
         // For the `moving-endpoint-type` detection (internal or external peer).
-        let peer = stream.peer_addr().ok().map(|a| a.ip());
+        let peer = peer_addr.map(|a| a.ip());
         let left = deadline.saturating_duration_since(Instant::now());
         let mut transport = Transport::establish(stream, cfg.tls.as_deref(), left.max(ms(1)))
             .map_err(with_endpoint)?;
@@ -151,6 +179,7 @@ impl Connection {
                     .flatten()
             }),
             maint_notifications: hs.maint_notifications,
+            peer: peer_addr,
         };
         let Transport {
             read,
@@ -166,6 +195,7 @@ impl Connection {
                 spare: Vec::with_capacity(16 * 1024),
                 busy: false,
                 closed: false,
+                refusing: false,
             }),
             writer_wake: Condvar::new(),
             socket: Mutex::new(write),
@@ -271,7 +301,7 @@ impl Connection {
     pub(crate) fn send_oneway(&self, frame: &[u8]) -> Result<()> {
         let shared = &self.shared;
         let mut out = shared.out.lock();
-        if out.closed {
+        if out.closed || out.refusing {
             return Err(shared.closed_error());
         }
         out.buf.extend_from_slice(frame);
@@ -312,7 +342,7 @@ impl Connection {
             relaxable,
         };
         let mut out = shared.out.lock();
-        if out.closed {
+        if out.closed || out.refusing {
             return Err(shared.closed_error());
         }
         if caller_work {
@@ -357,6 +387,13 @@ impl Connection {
         };
         self.shared
             .fail(kind, Error::new(ErrorKind::ConnectionClosed, detail));
+    }
+
+    /// Takes no new requests (they come back unsent, so a caller retries them on the
+    /// connection that replaced this one) while those already sent are answered: the
+    /// first half of a handoff's drain-then-close.
+    pub(crate) fn stop_accepting(&self) {
+        self.shared.out.lock().refusing = true;
     }
 
     /// Waits for both threads to end (never call from one of them).

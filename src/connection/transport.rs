@@ -7,7 +7,7 @@
 //! every TLS record goes to the socket under one write lock so records stay in order.
 
 use std::io::{self, Read, Write};
-use std::net::{Shutdown, SocketAddr, TcpStream, ToSocketAddrs};
+use std::net::{Shutdown, SocketAddr, TcpStream};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -18,6 +18,7 @@ use socket2::{Domain, Protocol, SockAddr, Socket, TcpKeepalive, Type};
 use super::tls::TlsSetup;
 use crate::config::Endpoint;
 use crate::error::{Error, ErrorKind, Result};
+use crate::resolve::Resolver;
 
 /// The reading side, owned by the reader thread.
 pub(crate) enum ReadHalf {
@@ -69,14 +70,77 @@ impl ShutdownHandle {
     }
 }
 
-/// Resolves and connects to `endpoint`, trying each address until one answers
+/// Where a node's connections dial, beyond the endpoint they are named by; shared by
+/// every connection of the node and changed only by a maintenance handoff.
+#[derive(Debug, Default)]
+pub(crate) struct Dial {
+    /// A `MOVING` named another endpoint: dial it instead (the node keeps its name, so
+    /// routing, subscriptions and status stay where they are).
+    redirect: Mutex<Option<Endpoint>>,
+    /// Addresses a `MOVING` is retiring, tried last until the instant given: after we
+    /// stepped sideways the record may still name them (measured: DNS trails the
+    /// notification by 4.4 to 18.7 s), and a reconnect that lands there is closed again
+    /// by the server when its window ends.
+    retiring: Mutex<Vec<(SocketAddr, Instant)>>,
+}
+
+impl Dial {
+    /// Dials `to` instead of the endpoint from now on.
+    pub(crate) fn redirect(&self, to: Endpoint) {
+        *self.redirect.lock() = Some(to);
+    }
+
+    /// The endpoint dialled instead of the node's own, if any.
+    pub(crate) fn redirected(&self) -> Option<Endpoint> {
+        self.redirect.lock().clone()
+    }
+
+    /// Tries `addr` last until `until`.
+    pub(crate) fn retire(&self, addr: SocketAddr, until: Instant) {
+        let mut r = self.retiring.lock();
+        let now = Instant::now();
+        r.retain(|(a, t)| *t > now && *a != addr);
+        // Bounded: one entry per address, expired ones dropped; a handful at most.
+        if r.len() < 16 {
+            r.push((addr, until));
+        }
+    }
+
+    /// Orders `addrs` so that addresses being retired come last (kept, not dropped: a
+    /// record naming only the retiring address is still the best there is).
+    fn order(&self, addrs: &mut [SocketAddr]) {
+        let now = Instant::now();
+        let r = self.retiring.lock();
+        if r.is_empty() {
+            return;
+        }
+        addrs.sort_by_key(|a| r.iter().any(|(x, t)| x == a && *t > now));
+    }
+}
+
+/// Resolves `endpoint` through `resolver` (or dials `to` when given: a handoff has
+/// already chosen the address) and connects, trying each address until one answers
 /// within what is left of `timeout`.
-pub(crate) fn connect_tcp(endpoint: &Endpoint, timeout: Duration) -> Result<TcpStream> {
+pub(crate) fn connect_tcp(
+    endpoint: &Endpoint,
+    timeout: Duration,
+    resolver: &dyn Resolver,
+    dial: &Dial,
+    to: Option<SocketAddr>,
+) -> Result<TcpStream> {
     let deadline = super::deadline_after(Instant::now(), timeout);
-    let addrs: Vec<SocketAddr> = (endpoint.host.as_str(), endpoint.port)
-        .to_socket_addrs()
-        .map_err(|e| Error::new(ErrorKind::Connect, format!("cannot resolve: {e}")))?
-        .collect();
+    let addrs = match to {
+        Some(addr) => vec![addr],
+        None => {
+            let target = dial.redirected();
+            let target = target.as_ref().unwrap_or(endpoint);
+            let mut addrs = resolver
+                .resolve(&target.host, target.port)
+                .map_err(|e| Error::new(ErrorKind::Connect, format!("cannot resolve: {e}")))?;
+            dial.order(&mut addrs);
+            addrs
+        }
+    };
     if addrs.is_empty() {
         return Err(Error::new(
             ErrorKind::Connect,

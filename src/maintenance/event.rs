@@ -238,4 +238,8 @@ pub struct MaintenanceStatus {
     pub opted_in: bool,
     /// The announced maintenance whose relaxed timeouts are in force now.
     pub in_force: MaintenanceKind,
+    /// What the client did about `MOVING` and `MIGRATED` on this server.
+    pub handoffs: super::HandoffStats,
+    /// The last handoff, however it ended.
+    pub last_handoff: Option<super::HandoffReport>,
 }

@@ -34,12 +34,28 @@ impl ServerMaintenance {
     /// `Ok(Some(event))`: new for the client, raise it. `Ok(None)`: handled, nothing to
     /// raise (a copy another node already delivered, a replay, or an unreadable frame,
     /// which is dropped here so that it can never be taken for a reply).
+    #[cfg(test)]
     pub(crate) fn on_push(
         &self,
         ring: &EventRing,
         from: &Endpoint,
         frame: Value,
     ) -> Result<Option<MaintenanceEvent>, Value> {
+        Ok(self
+            .on_push_fresh(ring, from, frame)?
+            .and_then(|(event, raise)| raise.then_some(event)))
+    }
+
+    /// Like `on_push`, but also hands back an event that is new for this server and
+    /// already raised for another node's copy: `Ok(Some((event, raise)))`. Per-server
+    /// actions (a handoff, a topology refresh for this node's slots) run for it; the
+    /// public event is raised only when `raise`.
+    pub(crate) fn on_push_fresh(
+        &self,
+        ring: &EventRing,
+        from: &Endpoint,
+        frame: Value,
+    ) -> Result<Option<(MaintenanceEvent, bool)>, Value> {
         let event = match parse(frame, from) {
             Parsed::NotMaintenance(frame) => return Err(frame),
             Parsed::Unreadable(kind, why) => {
@@ -60,13 +76,13 @@ impl ServerMaintenance {
         }
         // Per-server work runs for every server's copy (each must relax its own
         // timeouts); the public event is raised for the first copy only.
-        if ring.claim(event.kind, event.sequence) {
+        let raise = ring.claim(event.kind, event.sequence);
+        if raise {
             log::info!("maintenance notification: {event}");
-            Ok(Some(event))
         } else {
             log::debug!("{from}: {event} (already raised for another node's copy)");
-            Ok(None)
         }
+        Ok(Some((event, raise)))
     }
 }
 

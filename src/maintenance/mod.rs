@@ -80,14 +80,20 @@ mod dedup;
 mod endpoint_type;
 mod event;
 mod handler;
+pub mod handoff;
 mod optin;
 mod parse;
+mod probe;
 pub(crate) mod providers;
+mod report;
 
 #[cfg(test)]
 mod capture_tests;
 
 pub use event::{MaintenanceEvent, MaintenanceStatus, NotificationKind, SlotMigration};
+pub use handoff::{decide_handoff, HandoffDecision};
+pub use probe::{AdvertisedAddressProbe, ReplacementPoll};
+pub use report::{HandoffOutcome, HandoffReport, HandoffStats};
 
 pub(crate) use dedup::EventRing;
 pub(crate) use endpoint_type::detect as detect_endpoint_type;

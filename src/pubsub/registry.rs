@@ -16,6 +16,7 @@ use crossbeam_channel::{bounded, Receiver, Sender, TrySendError};
 use parking_lot::{Condvar, Mutex};
 
 use super::message::{Message, MessageKind, PubSubFrame};
+use crate::config::Endpoint;
 
 /// Messages a subscription may leave unread before the oldest is dropped.
 pub const SUBSCRIPTION_QUEUE_BOUND: usize = 4096;
@@ -33,6 +34,9 @@ struct Sink {
 #[derive(Default)]
 struct Entry {
     confirmed: bool,
+    /// The server whose confirmation is current: an unsubscribe from another one (the
+    /// node a sharded subscription just left) is stale and must not undo it.
+    carrier: Option<Endpoint>,
     sinks: Vec<Sink>,
 }
 
@@ -116,6 +120,7 @@ impl Registry {
     pub(crate) fn forget_confirmations(&self) {
         for entry in self.inner.lock().entries.values_mut() {
             entry.confirmed = false;
+            entry.carrier = None;
         }
     }
 
@@ -134,9 +139,19 @@ impl Registry {
         }
     }
 
-    /// Applies one pub/sub frame; returns the name of a subscription the server ended
-    /// on its own while we still want it (to be re-established).
+    /// Applies one pub/sub frame from an unnamed server (tests).
+    #[cfg(test)]
     pub(crate) fn apply(&self, frame: PubSubFrame) -> Option<Key> {
+        self.apply_from(frame, None)
+    }
+
+    /// Applies one pub/sub frame received from `from`; returns the name of a
+    /// subscription the server ended on its own while we still want it (to be
+    /// re-established). An unsubscribe from a server other than the one that confirmed
+    /// the subscription last is stale (a slot migration's `SUNSUBSCRIBE` arriving after
+    /// the subscription already moved) and is ignored: acting on it would re-subscribe
+    /// what is already in place.
+    pub(crate) fn apply_from(&self, frame: PubSubFrame, from: Option<&Endpoint>) -> Option<Key> {
         match frame {
             PubSubFrame::Message(message) => {
                 self.deliver(message);
@@ -146,6 +161,7 @@ impl Registry {
                 let mut inner = self.inner.lock();
                 if let Some(e) = inner.entries.get_mut(&(kind, name)) {
                     e.confirmed = true;
+                    e.carrier = from.cloned();
                 }
                 self.confirmed.notify_all();
                 None
@@ -154,6 +170,11 @@ impl Registry {
                 let key = (kind, name);
                 let mut inner = self.inner.lock();
                 let entry = inner.entries.get_mut(&key)?;
+                let stale = entry.confirmed
+                    && matches!((&entry.carrier, from), (Some(c), Some(f)) if c != f);
+                if stale {
+                    return None;
+                }
                 // Still wanted: the server dropped it (a sharded slot moved).
                 entry.confirmed = false;
                 Some(key)
@@ -233,5 +254,25 @@ mod tests {
         assert_eq!(again, Some(key.clone()));
         assert!(!r.wait_confirmed(&key, Instant::now()));
         assert!(!r.unregister(&key, a.id));
+    }
+
+    #[test]
+    fn an_unsubscribe_from_the_node_a_subscription_left_is_stale() {
+        let r = Registry::new();
+        let key = (MessageKind::Sharded, b"{a}".to_vec());
+        let _a = r.register(key.clone());
+        let (old, new) = (Endpoint::new("h", 1), Endpoint::new("h", 2));
+        let frame = |sub: bool| {
+            if sub {
+                PubSubFrame::Subscribed(MessageKind::Sharded, b"{a}".to_vec())
+            } else {
+                PubSubFrame::Unsubscribed(MessageKind::Sharded, b"{a}".to_vec())
+            }
+        };
+        r.apply_from(frame(true), Some(&new));
+        assert_eq!(r.apply_from(frame(false), Some(&old)), None);
+        assert!(r.is_confirmed(&key));
+        assert_eq!(r.apply_from(frame(false), Some(&new)), Some(key.clone()));
+        assert!(!r.is_confirmed(&key));
     }
 }

@@ -9,7 +9,7 @@
 use std::io;
 use std::net::SocketAddr;
 use std::ops::RangeInclusive;
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::Instant;
 
@@ -52,6 +52,8 @@ pub(crate) struct ClusterState {
     topo: Mutex<Topology>,
     /// The deployment's one sequence counter for notifications.
     pub seq: Arc<AtomicU64>,
+    /// Migrations end without the unsolicited `sunsubscribe` (a client's fallback).
+    quiet_sunsubscribe: std::sync::atomic::AtomicBool,
 }
 
 impl ClusterState {
@@ -359,6 +361,7 @@ impl FakeCluster {
                 migration: None,
             }),
             seq: Arc::new(AtomicU64::new(0)),
+            quiet_sunsubscribe: Default::default(),
         });
         let mut cluster = FakeCluster {
             state,
@@ -548,7 +551,11 @@ impl FakeCluster {
             }
             topo.migration = None;
         }
-        super::pubsub::drop_shard_channels(src, &m.slots);
+        if self.state.quiet_sunsubscribe.load(Ordering::Relaxed) {
+            super::pubsub::forget_shard_channels(src, &m.slots);
+        } else {
+            super::pubsub::drop_shard_channels(src, &m.slots);
+        }
         if m.announce {
             let n = Notification::SMigrated {
                 triplets: vec![(
@@ -564,6 +571,14 @@ impl FakeCluster {
             maintenance::deliver(src, &n, id);
         }
         Ok(())
+    }
+
+    /// Whether a finished migration tells the source's sharded subscribers with an
+    /// unsolicited `sunsubscribe` (the default, as the server does). Off, their
+    /// subscriptions silently stop delivering: what a client sees when `SMIGRATED`
+    /// overtakes the `sunsubscribe`, so only its own fallback can move them.
+    pub fn set_sunsubscribe_on_migration(&self, on: bool) {
+        self.state.quiet_sunsubscribe.store(!on, Ordering::Relaxed);
     }
 
     /// `begin_migration` then `finish_migration`.

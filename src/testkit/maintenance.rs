@@ -197,6 +197,8 @@ struct MaintInner {
     moving: Option<MovingWindow>,
     retained: Option<(Notification, u64)>,
     slack: Option<Duration>,
+    /// The MOVING close turned off (`set_moving_close(false)`).
+    no_close: bool,
     /// Retention turned off (`set_retain_completions(false)`).
     no_retention: bool,
 }
@@ -291,6 +293,9 @@ fn moving_timer(server: Arc<ServerInner>, id: u64, closes_at: Instant) {
         }
         if inner.moving.as_ref().is_some_and(|w| w.id == id) {
             inner.moving = None;
+        }
+        if inner.no_close {
+            return;
         }
     }
     if !server.is_shutdown() {
@@ -429,6 +434,14 @@ impl FakeServer {
     /// (default: a random 2-4 s per MOVING, as measured; set it low for fast tests).
     pub fn set_moving_slack(&self, slack: Duration) {
         self.inner.maint.inner.lock().slack = Some(slack);
+    }
+
+    /// Whether a MOVING closes every connection of the node when its window (plus
+    /// the slack) ends (the default, as measured). Off, the window still opens (and
+    /// MOVING is re-sent to connections opting in meanwhile) but nothing is closed: the
+    /// only thing that can replace a client's connection is then its own handoff.
+    pub fn set_moving_close(&self, close: bool) {
+        self.inner.maint.inner.lock().no_close = !close;
     }
 
     /// Whether a MOVING window is open (its connections not yet closed).

@@ -190,6 +190,15 @@ pub(crate) fn spublish(ctx: &mut Ctx<'_, '_>, args: &[Vec<u8>]) -> Reply {
     int(receivers)
 }
 
+/// Like `drop_shard_channels`, without telling the subscribers.
+pub(crate) fn forget_shard_channels(server: &ServerInner, slots: &RangeInclusive<u16>) {
+    for conn in server.connections() {
+        let mut st = conn.state.lock();
+        st.shard_channels
+            .retain(|c| !slots.contains(&slots::key_slot(c)));
+    }
+}
+
 /// A node lost `slots`: its sharded subscribers of channels in them are unsubscribed,
 /// each told by an unsolicited `sunsubscribe <channel> <count>` push (as the server
 /// does when a slot is deleted from it).

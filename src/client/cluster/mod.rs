@@ -5,6 +5,7 @@
 //! burst of topology queries (refreshes are coalesced), or count our own traffic
 //! (handshakes, heartbeats, topology queries) as work that keeps a node from retiring.
 
+mod migration;
 mod router;
 pub(crate) mod slot;
 mod split;
@@ -17,6 +18,7 @@ use std::time::{Duration, Instant};
 
 use parking_lot::{Mutex, RwLock};
 
+pub(crate) use migration::on_smigrated;
 pub(crate) use router::ClusterRouter;
 pub use slot::{key_slot, SLOT_COUNT};
 
@@ -50,6 +52,11 @@ pub struct ClusterStats {
     pub refreshes: u64,
     /// Nodes retired after leaving the cluster.
     pub retired: u64,
+    /// `SMIGRATED` triplets whose source was the node that sent them (acted on).
+    pub slot_migrations: u64,
+    /// `SMIGRATED` triplets about other nodes' slots (ignored: otherwise the whole
+    /// fleet re-reads the topology whenever any shard moves).
+    pub slot_migrations_ignored: u64,
 }
 
 struct SlotMap {
@@ -63,6 +70,9 @@ pub(crate) struct ClusterState {
     /// Alias (any name a node answers to) to its canonical endpoint.
     aliases: RwLock<HashMap<Endpoint, Endpoint>>,
     refresh_requested: AtomicBool,
+    /// When the refresh an `SMIGRATED` asked for starts (jittered); set once until it
+    /// starts, so a burst of notifications makes one refresh.
+    migration_refresh_at: Mutex<Option<Instant>>,
     last_refresh: Mutex<Instant>,
     absent: Mutex<HashMap<Endpoint, u32>>,
     retiring: Mutex<Vec<(Arc<Node>, Instant)>>,
@@ -73,6 +83,8 @@ pub(crate) struct ClusterState {
     try_again: AtomicU64,
     refreshes: AtomicU64,
     retired: AtomicU64,
+    slot_migrations: AtomicU64,
+    slot_migrations_ignored: AtomicU64,
     pick: AtomicU64,
 }
 
@@ -85,6 +97,7 @@ impl ClusterState {
             }),
             aliases: RwLock::new(HashMap::new()),
             refresh_requested: AtomicBool::new(false),
+            migration_refresh_at: Mutex::new(None),
             last_refresh: Mutex::new(Instant::now()),
             absent: Mutex::new(HashMap::new()),
             retiring: Mutex::new(Vec::new()),
@@ -94,6 +107,8 @@ impl ClusterState {
             try_again: AtomicU64::new(0),
             refreshes: AtomicU64::new(0),
             retired: AtomicU64::new(0),
+            slot_migrations: AtomicU64::new(0),
+            slot_migrations_ignored: AtomicU64::new(0),
             pick: AtomicU64::new(0),
         }
     }
@@ -110,6 +125,8 @@ impl ClusterState {
             try_again: self.try_again.load(Ordering::Relaxed),
             refreshes: self.refreshes.load(Ordering::Relaxed),
             retired: self.retired.load(Ordering::Relaxed),
+            slot_migrations: self.slot_migrations.load(Ordering::Relaxed),
+            slot_migrations_ignored: self.slot_migrations_ignored.load(Ordering::Relaxed),
         }
     }
 
@@ -154,6 +171,12 @@ impl ClusterState {
     /// (coalesced with any other) to learn the rest of the change.
     pub(crate) fn moved(&self, slot: u16, target: &Endpoint) {
         self.moved.fetch_add(1, Ordering::Relaxed);
+        self.assign(slot, target);
+        self.request_refresh();
+    }
+
+    /// Records that `slot` is served by `target` now (without asking for a refresh).
+    pub(crate) fn assign(&self, slot: u16, target: &Endpoint) {
         let target = self.canonical(target);
         let mut map = self.map.write();
         let shard = match map.shards.iter().position(|s| s.0 == target) {
@@ -166,8 +189,6 @@ impl ClusterState {
         if let Some(entry) = map.table.get_mut(slot as usize) {
             *entry = Some(shard as u16);
         }
-        drop(map);
-        self.request_refresh();
     }
 
     pub(crate) fn asked(&self) {
@@ -183,9 +204,23 @@ impl ClusterState {
         self.refresh_requested.store(true, Ordering::Release);
     }
 
-    /// Whether a refresh is due now: requested, or the periodic one.
+    /// Schedules the refresh an `SMIGRATED` asks for, `delay` from now, unless one is
+    /// already pending (the burst coalesces before the delay).
+    pub(crate) fn schedule_migration_refresh(&self, delay: Duration) {
+        let mut at = self.migration_refresh_at.lock();
+        if at.is_none() {
+            *at = Some(Instant::now() + delay);
+        }
+    }
+
+    /// Whether a refresh is due now: requested, an `SMIGRATED`'s whose delay passed,
+    /// or the periodic one.
     pub(crate) fn refresh_due(&self) -> bool {
         self.refresh_requested.load(Ordering::Acquire)
+            || self
+                .migration_refresh_at
+                .lock()
+                .is_some_and(|at| Instant::now() >= at)
             || self.last_refresh.lock().elapsed() >= PERIODIC_REFRESH
     }
 
@@ -315,6 +350,7 @@ pub(crate) fn query_topology(node: &Node, timeout: Duration, tls: bool) -> Resul
 pub(crate) fn refresh(deployment: &Deployment, state: &ClusterState) {
     // Released when the refresh *starts*: requests made during it cause one more.
     state.refresh_requested.store(false, Ordering::Release);
+    *state.migration_refresh_at.lock() = None;
     let timeout = deployment.options.command_timeout;
     let tls = deployment.options.tls.is_some();
     let nodes = deployment.nodes();
@@ -359,21 +395,32 @@ pub(crate) fn reroute_subscriptions(deployment: &Deployment, state: &ClusterStat
         if previous.as_ref() == Some(&home) && confirmed {
             continue;
         }
-        if let Some(old) = previous.filter(|p| *p != home) {
-            if let Some(node) = deployment.find(&old) {
-                let _ = node.send_subscription(&key, false, Vec::new);
+        move_subscription(deployment, state, &key, previous, home);
+    }
+}
+
+/// Moves one subscription from `previous` (if any) to `home`.
+pub(crate) fn move_subscription(
+    deployment: &Deployment,
+    state: &ClusterState,
+    key: &Key,
+    previous: Option<Endpoint>,
+    home: Endpoint,
+) {
+    if let Some(old) = previous.filter(|p| *p != home) {
+        if let Some(node) = deployment.find(&old) {
+            let _ = node.send_subscription(key, false, Vec::new);
+        }
+    }
+    state.sub_routes.lock().insert(key.clone(), home.clone());
+    match deployment.node_for(&home) {
+        Ok(node) => {
+            let keys = || subscriptions_for(deployment, state, &home);
+            if let Err(e) = node.send_subscription(key, true, keys) {
+                log::debug!("{home}: subscribing deferred: {e}");
             }
         }
-        state.sub_routes.lock().insert(key.clone(), home.clone());
-        match deployment.node_for(&home) {
-            Ok(node) => {
-                let keys = || subscriptions_for(deployment, state, &home);
-                if let Err(e) = node.send_subscription(&key, true, keys) {
-                    log::debug!("{home}: subscribing deferred: {e}");
-                }
-            }
-            Err(e) => log::warn!("{home}: cannot add node: {e}"),
-        }
+        Err(e) => log::warn!("{home}: cannot add node: {e}"),
     }
 }
 

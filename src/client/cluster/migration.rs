@@ -1,0 +1,89 @@
+//! §7: what an `SMIGRATED` does to a cluster client. Run by the supervisor with the
+//! triplets a node's connections received (reader threads only queue them).
+//!
+//! - Only triplets whose *source* is the node that sent them count (matched through
+//!   the identity map: a node answers to its address and its announced hostname).
+//!   Every node announces its own losses; reacting to the others' would make the
+//!   whole fleet re-read the topology whenever any shard moves.
+//! - The slots are assigned to their target at once, and the topology is re-read
+//!   after a jitter of up to 1 s (not configurable), coalesced: the pending refresh is
+//!   released when it starts, so ten notifications make one refresh.
+//! - Sharded subscriptions in those slots move at once (not after the jitter), to the
+//!   target the triplet names: the redirect the source would answer, without the
+//!   round trip. A fallback: the server also ends them with an unsolicited
+//!   `SUNSUBSCRIBE`, whose path may already have moved them; only a subscription still
+//!   attached to this node (the notification overtook the `SUNSUBSCRIBE`) or to none
+//!   (stranded) is moved here. Ordinary pub/sub is not slot-bound and stays put.
+
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use super::{key_slot, move_subscription, ClusterState};
+use crate::client::deployment::Deployment;
+use crate::client::supervisor::jitter_fraction;
+use crate::client::Node;
+use crate::maintenance::SlotMigration;
+use crate::pubsub::MessageKind;
+
+/// The longest delay before the refresh an `SMIGRATED` asks for.
+const REFRESH_JITTER: Duration = Duration::from_secs(1);
+
+/// Acts on the `SMIGRATED` triplets `node` received.
+pub(crate) fn on_smigrated(
+    deployment: &Deployment,
+    state: &ClusterState,
+    node: &Node,
+    migrations: Vec<SlotMigration>,
+) {
+    let me = state.canonical(&node.endpoint);
+    let (mine, others): (Vec<SlotMigration>, Vec<SlotMigration>) = migrations
+        .into_iter()
+        .partition(|m| state.canonical(&m.source) == me);
+    if !others.is_empty() {
+        log::debug!(
+            "{me}: {} SMIGRATED triplets about other nodes ignored",
+            others.len()
+        );
+        state
+            .slot_migrations_ignored
+            .fetch_add(others.len() as u64, Ordering::Relaxed);
+    }
+    if mine.is_empty() {
+        return;
+    }
+    state
+        .slot_migrations
+        .fetch_add(mine.len() as u64, Ordering::Relaxed);
+    for m in &mine {
+        log::info!("{me}: slots {} moved to {}", m.slots_text, m.target);
+        for range in &m.slots {
+            for slot in range.clone() {
+                state.assign(slot, &m.target);
+            }
+        }
+    }
+    state.schedule_migration_refresh(REFRESH_JITTER.mul_f64(jitter_fraction()));
+    // Sharded subscriptions whose slot left us, still attached to us or to nothing.
+    for key in deployment.registry.wanted() {
+        if key.0 != MessageKind::Sharded {
+            continue;
+        }
+        let slot = key_slot(&key.1);
+        if !mine
+            .iter()
+            .any(|m| m.slots.iter().any(|r| r.contains(&slot)))
+        {
+            continue;
+        }
+        let route = state.sub_routes().lock().get(&key).cloned();
+        if route.as_ref().is_some_and(|r| state.canonical(r) != me) {
+            // Already attached elsewhere: the SUNSUBSCRIBE path moved it.
+            continue;
+        }
+        let Some(home) = state.subscription_home(&key) else {
+            continue;
+        };
+        log::debug!("{me}: moving a sharded subscription to {home}");
+        move_subscription(deployment, state, &key, route, home);
+    }
+}

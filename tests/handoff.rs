@@ -1,0 +1,261 @@
+//! The MOVING handoff end to end against two fakes (A: the proxy being retired, B: its
+//! replacement) behind one scripted name, with windows scaled down from the measured
+//! 15 s (DNS at +4.4..9.7 s, the close 0.7..4.1 s after the window) for test speed.
+//!
+//! With the fake's own close disabled, the only thing that can replace a connection is
+//! our handoff: exactly one recycle per MOVING (a re-sent one included), no failed
+//! command from 8 threads, `MaintenanceHandoff` reported and nothing else. With the
+//! close enabled, we move before it.
+
+mod maintenance_common;
+mod support;
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use crossbeam_channel::Receiver;
+use maintenance_common::{status, wait_opted_in, SOON};
+use resilient_redis::maintenance::{HandoffDecision, HandoffOutcome, HandoffReport};
+use resilient_redis::prelude::*;
+use resilient_redis::testkit::{Answer, FakeServer, Notification, ScriptedResolver};
+use resilient_redis::{ClientEvent, FailureKind};
+use support::wait_until;
+
+const NAME: &str = "db.test";
+
+fn client(dns: &ScriptedResolver, keys: &str) -> Client {
+    let mut o = Options::parse(&format!(
+        "{NAME}:12000,maintNotifications=enabled,syncTimeout=3000,reconnectMin=20,{keys}"
+    ))
+    .unwrap();
+    o.resolver = Some(Arc::new(dns.clone()));
+    Client::connect(o).unwrap()
+}
+
+fn secs(s: f64) -> Duration {
+    Duration::from_secs_f64(s)
+}
+
+/// Runs `during` while 8 threads keep sending commands; returns (ok, failed).
+fn under_load(client: &Client, during: impl FnOnce()) -> (u64, u64) {
+    let stop = AtomicBool::new(false);
+    let (ok, failed) = (AtomicU64::new(0), AtomicU64::new(0));
+    std::thread::scope(|s| {
+        for t in 0..8 {
+            let db = client.database();
+            let (stop, ok, failed) = (&stop, &ok, &failed);
+            s.spawn(move || {
+                let mut n = 0u64;
+                while !stop.load(Ordering::Relaxed) {
+                    n += 1;
+                    match db.set(format!("k{t}"), n) {
+                        Ok(()) => ok.fetch_add(1, Ordering::Relaxed),
+                        Err(e) => {
+                            eprintln!("thread {t}: {e}");
+                            failed.fetch_add(1, Ordering::Relaxed)
+                        }
+                    };
+                }
+            });
+        }
+        during();
+        stop.store(true, Ordering::Relaxed);
+    });
+    (ok.into_inner(), failed.into_inner())
+}
+
+/// Every connection failure and handoff report queued so far.
+fn failures_and_handoffs(events: &Receiver<ClientEvent>) -> (Vec<FailureKind>, Vec<HandoffReport>) {
+    let (mut failures, mut handoffs) = (Vec::new(), Vec::new());
+    for e in events.try_iter() {
+        match e {
+            ClientEvent::ConnectionFailed { failure, .. } => failures.push(failure),
+            ClientEvent::Handoff(r) => handoffs.push(r),
+            _ => {}
+        }
+    }
+    (failures, handoffs)
+}
+
+fn subscribed_on(server: &FakeServer) -> bool {
+    server.connections().iter().any(|c| c.subscriptions > 0)
+}
+
+#[test]
+fn dns_trailing_the_moving_one_recycle_no_failed_command_close_disabled() {
+    let (a, b) = (FakeServer::start().unwrap(), FakeServer::start().unwrap());
+    a.set_moving_close(false);
+    a.set_moving_slack(Duration::from_millis(100));
+    let dns = ScriptedResolver::new();
+    dns.set(NAME, Answer::addrs([a.addr()]));
+    let client = client(&dns, "");
+    let events = client.events();
+    assert!(wait_opted_in(&client, SOON));
+    let sub = client.subscriber();
+    let mut id = 0;
+    let (ok, failed) = under_load(&client, || {
+        dns.restart();
+        dns.script(
+            NAME,
+            vec![
+                (Duration::ZERO, Answer::addrs([a.addr()])),
+                (secs(1.5), Answer::addrs([b.addr()])),
+            ],
+        );
+        id = a.notify(Notification::moving(3));
+        // Opened inside the window while the record still names A: A re-sends the
+        // MOVING to it right after the opt-in. One event, one handoff.
+        let news = sub.subscribe("news").unwrap();
+        assert!(subscribed_on(&a), "the subscription opened on A");
+        assert!(wait_until(Duration::from_secs(10), || {
+            status(&client).handoffs.recycles == 1
+        }));
+        assert!(wait_until(SOON, || subscribed_on(&b)), "re-subscribed on B");
+        assert!(wait_until(SOON, || a.connections_open() == 0));
+        sub.publish("news", "after").unwrap();
+        let m = news.recv_timeout(SOON).unwrap();
+        assert_eq!(m.payload_str(), "after");
+    });
+    assert_eq!(failed, 0, "no command failed ({ok} succeeded)");
+    assert!(ok > 0);
+    // The window ends; nothing else happens. A copy of the MOVING on B's connection
+    // (same id) is no new event either.
+    assert!(wait_until(SOON, || !a.moving_window_open()));
+    b.notify_with_id(Notification::moving(3), id);
+    b.notify(Notification::migrating(1, &["1"]));
+    assert!(wait_until(SOON, || status(&client).in_force
+        == resilient_redis::MaintenanceKind::Migrating));
+    let st = status(&client);
+    assert_eq!((st.handoffs.moving, st.handoffs.recycles), (1, 1), "{st:?}");
+    assert_eq!(st.handoffs.record_moved, 1);
+    let (failures, handoffs) = failures_and_handoffs(&events);
+    assert_eq!(
+        failures,
+        vec![FailureKind::MaintenanceHandoff; 2],
+        "interactive and subscription, nothing else"
+    );
+    assert_eq!(handoffs.len(), 1);
+    let h = &handoffs[0];
+    assert!(matches!(
+        h.outcome,
+        HandoffOutcome::Decided(HandoffDecision::RecordMoved { .. })
+    ));
+    assert_eq!(
+        (h.from, h.to, h.recycled),
+        (Some(a.addr()), Some(b.addr()), true)
+    );
+    assert!(h.took < secs(3.0), "inside the window: {h}");
+    assert_eq!(st.last_handoff.as_ref(), Some(h));
+    let threads = dns.lookup_threads();
+    assert!(threads.iter().any(|t| t.starts_with("rr-handoff")));
+    assert!(
+        threads
+            .iter()
+            .all(|t| !t.starts_with("rr-read") && !t.starts_with("rr-write")),
+        "{threads:?}"
+    );
+}
+
+#[test]
+fn with_the_close_enabled_we_move_before_it() {
+    let (a, b) = (FakeServer::start().unwrap(), FakeServer::start().unwrap());
+    // 15 s scaled to 2 s: the least slack measured (0.7 s) becomes ~0.1 s, DNS at
+    // +4.4 s becomes +0.6 s.
+    a.set_moving_slack(Duration::from_millis(100));
+    let dns = ScriptedResolver::new();
+    dns.set(NAME, Answer::addrs([a.addr()]));
+    let client = client(&dns, "");
+    let events = client.events();
+    assert!(wait_opted_in(&client, SOON));
+    let (ok, failed) = under_load(&client, || {
+        dns.restart();
+        dns.script(
+            NAME,
+            vec![
+                (Duration::ZERO, Answer::addrs([a.addr()])),
+                (secs(0.6), Answer::addrs([b.addr()])),
+            ],
+        );
+        a.notify(Notification::moving(2));
+        assert!(wait_until(SOON, || status(&client).handoffs.recycles == 1));
+        assert!(
+            a.moving_window_open(),
+            "moved before the server closed the window"
+        );
+        assert!(wait_until(SOON, || !a.moving_window_open()));
+    });
+    assert_eq!(failed, 0, "no command failed ({ok} succeeded)");
+    let (failures, _) = failures_and_handoffs(&events);
+    assert_eq!(failures, vec![FailureKind::MaintenanceHandoff]);
+    assert_eq!(b.connections_open(), 1);
+}
+
+#[test]
+fn several_records_step_sideways_at_once_and_reconnects_avoid_the_retiring_address() {
+    let (a, b) = (FakeServer::start().unwrap(), FakeServer::start().unwrap());
+    a.set_moving_close(false);
+    let dns = ScriptedResolver::new();
+    // Round robin naming both: the retiring one first, as the record keeps it.
+    dns.set(NAME, Answer::addrs([a.addr(), b.addr()]));
+    let client = client(&dns, "");
+    assert!(wait_opted_in(&client, SOON));
+    let sub = client.subscriber();
+    let news = sub.subscribe("news").unwrap();
+    assert!(subscribed_on(&a));
+    a.notify(Notification::moving(15));
+    assert!(wait_until(SOON, || status(&client).handoffs.recycles == 1));
+    let st = status(&client);
+    assert_eq!(st.handoffs.stepped_sideways, 1);
+    assert!(
+        st.last_handoff.unwrap().took < Duration::from_secs(3),
+        "at once, not after DNS"
+    );
+    // The subscription reconnects through the name, which still lists A first.
+    assert!(wait_until(SOON, || subscribed_on(&b)));
+    assert_eq!(a.connections_open(), 0);
+    sub.publish("news", "x").unwrap();
+    assert_eq!(news.recv_timeout(SOON).unwrap().payload_str(), "x");
+}
+
+#[test]
+fn an_address_no_longer_advertised_after_migrated_is_left_before_the_silent_close() {
+    let (a, b) = (FakeServer::start().unwrap(), FakeServer::start().unwrap());
+    let dns = ScriptedResolver::new();
+    dns.set(NAME, Answer::addrs([a.addr(), b.addr()]));
+    let client = client(&dns, "maintPostEventRelaxed=2");
+    let events = client.events();
+    assert!(wait_opted_in(&client, SOON));
+    assert_eq!(a.connections_open(), 1);
+    // MIGRATED lands ~5 s before DNS drops the node (scaled: 0.3 s).
+    dns.restart();
+    dns.script(
+        NAME,
+        vec![
+            (Duration::ZERO, Answer::addrs([a.addr(), b.addr()])),
+            (secs(0.3), Answer::addrs([b.addr()])),
+        ],
+    );
+    a.notify(Notification::migrated(&["1"]));
+    assert!(wait_until(SOON, || status(&client)
+        .handoffs
+        .no_longer_advertised
+        == 1));
+    assert_eq!(
+        status(&client).last_handoff.unwrap().outcome,
+        HandoffOutcome::NoLongerAdvertised(b.addr())
+    );
+    assert!(wait_until(SOON, || a.connections_open() == 0));
+    client.database().set("k", "v").unwrap();
+    assert_eq!(b.connections_open(), 1);
+
+    // "Cannot tell" never recycles: a MIGRATED while DNS fails ends with nothing done.
+    dns.set(NAME, Answer::Fail);
+    b.notify_with_id(Notification::migrated(&["2"]), 5);
+    assert!(wait_until(SOON, || status(&client)
+        .last_handoff
+        .is_some_and(|h| h.outcome == HandoffOutcome::StillAdvertised)));
+    assert_eq!(status(&client).handoffs.recycles, 1);
+    let (failures, _) = failures_and_handoffs(&events);
+    assert_eq!(failures, vec![FailureKind::MaintenanceHandoff]);
+}
