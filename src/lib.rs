@@ -25,7 +25,8 @@
 //!   manual failover, and failback checks such as [`availability::LagAware`], which
 //!   asks Redis Enterprise whether a region that came back has caught up.
 //! - [`maintenance`]: opt-in to the maintenance notifications of Redis Enterprise,
-//!   Redis Cloud and Azure Managed Redis; timeouts relaxed while a shard moves.
+//!   Redis Cloud and Azure Managed Redis; timeouts relaxed while a shard moves, and
+//!   connections handed over to the new address before the server closes the old one.
 //! - `testkit` (feature `testkit`): an in-process fake Redis, standalone and cluster,
 //!   with fault injection, maintenance notifications and a fake Enterprise REST API,
 //!   so you can test your own failover code without a real server.

@@ -21,6 +21,7 @@ const REQUIRED: &[&str] = &[
     "lag_aware",
     "pubsub",
     "cluster",
+    "maint_watch",
 ];
 
 /// The most one example may take. The longest (`geo_failover`, a 12 s timeline) takes

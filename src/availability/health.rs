@@ -138,6 +138,10 @@ pub enum ProbeScope {
 /// };
 /// # let _ = check;
 /// ```
+///
+/// Not `#[non_exhaustive]`, on purpose: struct update syntax (`..HealthCheck::default()`)
+/// is how a check is tuned, and it keeps compiling when a field is added, which
+/// `#[non_exhaustive]` would forbid outside this crate.
 #[derive(Clone, Debug)]
 pub struct HealthCheck {
     /// Time between checks.

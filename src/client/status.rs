@@ -11,14 +11,17 @@ use super::cluster::ClusterStats;
 use super::Client;
 use crate::config::{Endpoint, Protocol};
 use crate::error::MaintenanceKind;
+use crate::maintenance::{HandoffReport, HandoffStats};
 
 /// A snapshot of a [`Client`]: every known server and, for a cluster, the cluster
-/// counters. `Display` writes a table:
+/// counters. `Display` writes a table, then the last maintenance handoff of each server
+/// that had one:
 ///
 /// ```text
 /// standalone, 1 node, connected
-///   node             connected  protocol  maint opt-in  maintenance  backlog  in flight
-///   127.0.0.1:6379   yes        RESP3     no            -            0        0
+///   node             connected  protocol  maint opt-in  maintenance  handoffs  backlog  in flight
+///   127.0.0.1:40841  yes        RESP3     yes           moving       1         0        0
+///   last handoff: 127.0.0.1:40841 MOVING seq=3: ...; recycled 10.0.0.1:12000 -> 10.0.0.2:12000 (2311 ms)
 /// ```
 ///
 /// ```
@@ -64,6 +67,11 @@ pub struct NodeStatus {
     /// The announced maintenance whose relaxed timeouts are in force on it now
     /// ([`MaintenanceKind::None`] when no relaxed window is open).
     pub maintenance: MaintenanceKind,
+    /// What the client did about `MOVING` and `MIGRATED` on it (see
+    /// [`crate::maintenance`]); the table shows `recycles`.
+    pub handoffs: HandoffStats,
+    /// Its last handoff, however it ended.
+    pub last_handoff: Option<HandoffReport>,
     /// Callers waiting in the backlog for the connection to come back.
     pub backlog: usize,
     /// Caller commands sent and not yet answered (probes and heartbeats excluded).
@@ -87,6 +95,8 @@ impl ClientStatus {
                     protocol: conn.as_ref().map(|c| c.info().protocol),
                     maint_opted_in: maint.is_some_and(|m| m.opted_in),
                     maintenance: maint.map_or(MaintenanceKind::None, |m| m.in_force),
+                    handoffs: maint.map(|m| m.handoffs).unwrap_or_default(),
+                    last_handoff: maint.and_then(|m| m.last_handoff.clone()),
                     backlog: node.backlog_len(),
                     in_flight: node.caller_inflight(),
                 }
@@ -137,6 +147,7 @@ impl fmt::Display for ClientStatus {
                     n.protocol.map_or("-", protocol_name).to_string(),
                     yes_no(n.maint_opted_in).to_string(),
                     maintenance_name(n.maintenance).to_string(),
+                    n.handoffs.recycles.to_string(),
                     n.backlog.to_string(),
                     n.in_flight.to_string(),
                 ]
@@ -151,11 +162,18 @@ impl fmt::Display for ClientStatus {
                 "protocol",
                 "maint opt-in",
                 "maintenance",
+                "handoffs",
                 "backlog",
                 "in flight",
             ],
             &rows,
-        )
+        )?;
+        for n in &self.nodes {
+            if let Some(h) = &n.last_handoff {
+                write!(f, "\n  last handoff: {h}")?;
+            }
+        }
+        Ok(())
     }
 }
 
@@ -239,6 +257,8 @@ mod tests {
                     protocol: Some(Protocol::Resp3),
                     maint_opted_in: true,
                     maintenance: MaintenanceKind::SlotMigrating,
+                    handoffs: HandoffStats::default(),
+                    last_handoff: None,
                     backlog: 0,
                     in_flight: 2,
                 },
@@ -248,6 +268,8 @@ mod tests {
                     protocol: None,
                     maint_opted_in: false,
                     maintenance: MaintenanceKind::None,
+                    handoffs: HandoffStats::default(),
+                    last_handoff: None,
                     backlog: 7,
                     in_flight: 0,
                 },
@@ -266,15 +288,15 @@ mod tests {
         );
         assert_eq!(
             lines[1],
-            "  node            connected  protocol  maint opt-in  maintenance      backlog  in flight"
+            "  node            connected  protocol  maint opt-in  maintenance      handoffs  backlog  in flight"
         );
         assert_eq!(
             lines[2],
-            "  10.0.0.1:6379   yes        RESP3     yes           slots migrating  0        2"
+            "  10.0.0.1:6379   yes        RESP3     yes           slots migrating  0         0        2"
         );
         assert_eq!(
             lines[3],
-            "  10.0.0.22:6380  no         -         no            -                7        0"
+            "  10.0.0.22:6380  no         -         no            -                0         7        0"
         );
         assert_eq!(lines.len(), 4);
     }
