@@ -16,7 +16,9 @@ use std::time::Duration;
 
 use crossbeam_channel::Receiver;
 use maintenance_common::{status, wait_opted_in, SOON};
-use resilient_redis::maintenance::{HandoffDecision, HandoffOutcome, HandoffReport};
+use resilient_redis::maintenance::{
+    HandoffDecision, HandoffOutcome, HandoffReport, NotificationKind,
+};
 use resilient_redis::prelude::*;
 use resilient_redis::testkit::{Answer, FakeServer, Notification, ScriptedResolver};
 use resilient_redis::{ClientEvent, FailureKind};
@@ -323,4 +325,60 @@ fn closing_the_client_mid_handoff_ends_its_worker() {
         "the worker of a 60 s window ends with the client"
     );
     assert_eq!(status(&client).handoffs.recycles, 0);
+}
+
+#[test]
+fn failed_over_checks_the_address_too_and_the_blocking_pool_follows() {
+    let (a, b) = (FakeServer::start().unwrap(), FakeServer::start().unwrap());
+    let dns = ScriptedResolver::new();
+    dns.set(NAME, Answer::addrs([a.addr(), b.addr()]));
+    let client = client(&dns, "maintPostEventRelaxed=2");
+    assert!(wait_opted_in(&client, SOON));
+    let db = client.database();
+    let blocking_idle = || client.status().nodes[0].blocking_idle;
+    // A blocking command leaves its dedicated connection idle in the pool, on A.
+    let popped: Option<(String, String)> = db.blpop("q", Duration::from_millis(10)).unwrap();
+    assert_eq!(popped, None);
+    assert_eq!(blocking_idle(), 1);
+    assert_eq!(a.connections_open(), 2, "interactive and blocking");
+
+    dns.restart();
+    dns.script(
+        NAME,
+        vec![
+            (Duration::ZERO, Answer::addrs([a.addr(), b.addr()])),
+            (secs(0.3), Answer::addrs([b.addr()])),
+        ],
+    );
+    // The handoff happens while an optimistic transaction holds one dedicated
+    // connection (leased) and a second one sits idle.
+    let committed = db
+        .watch("w", |conn| {
+            let _: Option<(String, String)> = db.blpop("q", Duration::from_millis(10))?;
+            assert_eq!((blocking_idle(), a.connections_open()), (1, 3));
+            a.notify(Notification::failed_over(&["1"]));
+            assert!(wait_until(SOON, || status(&client)
+                .handoffs
+                .no_longer_advertised
+                == 1));
+            // The idle one closed at once; the leased one is left to finish.
+            assert!(wait_until(SOON, || a.connections_open() == 1));
+            assert_eq!(blocking_idle(), 0);
+            let tx = conn.transaction();
+            tx.set("w", "done");
+            Ok(tx)
+        })
+        .unwrap();
+    assert!(committed, "the leased connection finished its work");
+    let last = status(&client).last_handoff.unwrap();
+    assert_eq!(last.trigger, NotificationKind::FailedOver);
+    assert_eq!(last.outcome, HandoffOutcome::NoLongerAdvertised(b.addr()));
+    // Given back, the leased connection was closed rather than pooled: none left on A.
+    assert!(wait_until(SOON, || a.connections_open() == 0));
+    assert_eq!(blocking_idle(), 0);
+    assert_eq!(db.rpush("q", "x").unwrap(), 1);
+    let popped: Option<(String, String)> = db.blpop("q", Duration::from_secs(1)).unwrap();
+    assert_eq!(popped, Some(("q".into(), "x".into())));
+    assert_eq!(a.connections_open(), 0, "the new lease dialled B");
+    assert_eq!(b.connections_open(), 2);
 }

@@ -20,10 +20,15 @@ use crate::resp::Value;
 
 struct PoolState {
     idle: Vec<Arc<Connection>>,
-    /// Connections in use, kept so `close` can end a call blocked forever.
-    in_use: Vec<Arc<Connection>>,
+    /// Connections in use, kept so `close` can end a call blocked forever, each with
+    /// the pool generation it was opened in.
+    in_use: Vec<(Arc<Connection>, u64)>,
     /// Leased plus being opened.
     leased: usize,
+    /// Bumped by a maintenance handoff: a connection of an older generation still
+    /// points at the address being retired, so it is closed when given back instead
+    /// of being leased again.
+    generation: u64,
 }
 
 pub(crate) struct BlockingPool {
@@ -46,6 +51,7 @@ impl BlockingPool {
                 idle: Vec::new(),
                 in_use: Vec::new(),
                 leased: 0,
+                generation: 0,
             }),
             released: Condvar::new(),
             closed: AtomicBool::new(false),
@@ -111,19 +117,23 @@ impl BlockingPool {
             while let Some(conn) = st.idle.pop() {
                 if !conn.is_closed() {
                     st.leased += 1;
-                    st.in_use.push(conn.clone());
+                    let generation = st.generation;
+                    st.in_use.push((conn.clone(), generation));
                     return Ok(conn);
                 }
             }
             if st.leased < self.bound() {
                 st.leased += 1;
+                // Read before dialing: a handoff that starts while we connect may
+                // have been too late to redirect this dial.
+                let generation = st.generation;
                 drop(st);
                 // Connecting here runs on the caller's own thread, inside its own call.
                 return match Connection::open(&self.config) {
                     Ok(conn) => {
                         let conn = Arc::new(conn);
                         let mut st = self.state.lock();
-                        st.in_use.push(conn.clone());
+                        st.in_use.push((conn.clone(), generation));
                         if self.closed.load(Ordering::Acquire) {
                             conn.close(FailureKind::ClosedByClient);
                         }
@@ -149,8 +159,8 @@ impl BlockingPool {
     fn give_back(&self, conn: Arc<Connection>) {
         let mut st = self.state.lock();
         st.leased -= 1;
-        st.in_use.retain(|c| !Arc::ptr_eq(c, &conn));
-        if self.closed.load(Ordering::Acquire) || conn.is_closed() {
+        let current = take_in_use(&mut st, &conn) == Some(st.generation);
+        if self.closed.load(Ordering::Acquire) || conn.is_closed() || !current {
             drop(st);
             finish(conn);
         } else {
@@ -163,7 +173,7 @@ impl BlockingPool {
         {
             let mut st = self.state.lock();
             st.leased -= 1;
-            st.in_use.retain(|c| !Arc::ptr_eq(c, &conn));
+            take_in_use(&mut st, &conn);
         }
         finish(conn);
         self.released.notify_one();
@@ -174,7 +184,8 @@ impl BlockingPool {
         self.closed.store(true, Ordering::Release);
         let (idle, in_use) = {
             let mut st = self.state.lock();
-            (std::mem::take(&mut st.idle), st.in_use.clone())
+            let in_use: Vec<_> = st.in_use.iter().map(|(c, _)| c.clone()).collect();
+            (std::mem::take(&mut st.idle), in_use)
         };
         for conn in in_use {
             conn.close(FailureKind::ClosedByClient);
@@ -184,6 +195,38 @@ impl BlockingPool {
         }
         self.released.notify_all();
     }
+}
+
+impl BlockingPool {
+    /// A maintenance handoff moved the node: idle connections (still on the address
+    /// being retired) are closed now, and those leased right now are closed when given
+    /// back rather than leased again. A call blocked on one is left to finish: closing
+    /// it would fail the caller for certain, while the server may well answer before it
+    /// closes the old address itself. Returns how many idle connections were closed.
+    pub(crate) fn recycle(&self) -> usize {
+        let idle = {
+            let mut st = self.state.lock();
+            st.generation += 1;
+            std::mem::take(&mut st.idle)
+        };
+        let closed = idle.len();
+        for conn in idle {
+            conn.close(FailureKind::MaintenanceHandoff);
+            conn.join();
+        }
+        closed
+    }
+
+    /// Dedicated connections idle in the pool (tests and status).
+    pub(crate) fn idle_count(&self) -> usize {
+        self.state.lock().idle.len()
+    }
+}
+
+/// Removes `conn` from the in-use list; the generation it was opened in.
+fn take_in_use(st: &mut PoolState, conn: &Arc<Connection>) -> Option<u64> {
+    let at = st.in_use.iter().position(|(c, _)| Arc::ptr_eq(c, conn))?;
+    Some(st.in_use.swap_remove(at).1)
 }
 
 /// One leased dedicated connection.

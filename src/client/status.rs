@@ -76,6 +76,9 @@ pub struct NodeStatus {
     pub backlog: usize,
     /// Caller commands sent and not yet answered (probes and heartbeats excluded).
     pub in_flight: usize,
+    /// Dedicated connections for blocking commands idle in its pool (a handoff closes
+    /// them, so they dial the new address on their next lease).
+    pub blocking_idle: usize,
 }
 
 impl ClientStatus {
@@ -99,6 +102,7 @@ impl ClientStatus {
                     last_handoff: maint.and_then(|m| m.last_handoff.clone()),
                     backlog: node.backlog_len(),
                     in_flight: node.caller_inflight(),
+                    blocking_idle: node.blocking.idle_count(),
                 }
             })
             .collect();
@@ -261,6 +265,7 @@ mod tests {
                     last_handoff: None,
                     backlog: 0,
                     in_flight: 2,
+                    blocking_idle: 1,
                 },
                 NodeStatus {
                     endpoint: Endpoint::new("10.0.0.22", 6380),
@@ -272,6 +277,7 @@ mod tests {
                     last_handoff: None,
                     backlog: 7,
                     in_flight: 0,
+                    blocking_idle: 0,
                 },
             ],
             cluster_stats: Some(ClusterStats {

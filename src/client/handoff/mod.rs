@@ -41,7 +41,10 @@ pub(crate) enum Task {
         /// The address of the connection that told us (if the interactive one is down).
         peer: Option<SocketAddr>,
     },
+    /// Watch whether our address is still advertised; `trigger` is the completion
+    /// that prompted it (`MIGRATED` or `FAILED_OVER`).
     Migrated {
+        trigger: NotificationKind,
         sequence: Option<u64>,
         received: Instant,
     },
@@ -131,7 +134,10 @@ impl NodeHandoff {
                 self.wake.notify_all();
                 true
             }
-            NotificationKind::Migrated => {
+            // A shard-scoped completion: on a proxied deployment the proxy behind our
+            // address may be the one leaving, silently (spec §7: relaxation plus the
+            // advertised-address check, for FAILED_OVER as for MIGRATED).
+            NotificationKind::Migrated | NotificationKind::FailedOver => {
                 // An address literal is never dropped from a record: nothing to ask.
                 let watching = st.running == Some(NotificationKind::Migrated)
                     || st
@@ -145,6 +151,7 @@ impl NodeHandoff {
                     return false;
                 }
                 st.queue.push_back(Task::Migrated {
+                    trigger: event.kind,
                     sequence: event.sequence,
                     received: now,
                 });

@@ -102,3 +102,27 @@ fn migrated_on_an_address_literal_asks_nothing_and_smigrated_is_kept_for_the_sup
         "slots are the supervisor's, not a worker's"
     );
 }
+
+#[test]
+fn failed_over_asks_the_same_question_as_migrated_once() {
+    let h = node();
+    assert!(h.offer(&event(NotificationKind::FailedOver, Some(1), 0), None));
+    assert!(
+        !h.offer(&event(NotificationKind::Migrated, Some(2), 0), None),
+        "one watch at a time, whichever completion asked first"
+    );
+    assert!(h.claim_worker());
+    let (task, _) = h.next_task().unwrap();
+    assert!(matches!(
+        task,
+        Task::Migrated {
+            trigger: NotificationKind::FailedOver,
+            sequence: Some(1),
+            ..
+        }
+    ));
+    assert!(
+        !h.offer(&event(NotificationKind::FailingOver, Some(3), 0), None),
+        "FAILING_OVER only relaxes"
+    );
+}

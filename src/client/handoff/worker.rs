@@ -87,8 +87,12 @@ fn run(node: &Node, ctx: &Ctx) {
                 report.took = received.elapsed();
                 report
             }
-            Task::Migrated { sequence, received } => {
-                let mut report = report(node, NotificationKind::Migrated, sequence, None);
+            Task::Migrated {
+                trigger,
+                sequence,
+                received,
+            } => {
+                let mut report = report(node, trigger, sequence, None);
                 migrated(node, ctx, &mut report, generation);
                 report.took = received.elapsed();
                 report
@@ -267,6 +271,12 @@ fn recycle(
     // re-subscribes everything it carries.
     if let Some(sub) = node.pubsub.current() {
         sub.close(FailureKind::MaintenanceHandoff);
+    }
+    // Dedicated connections dial afresh on their next lease (the dial already avoids
+    // the retiring address).
+    let idle = node.blocking.recycle();
+    if idle > 0 {
+        log::debug!("{}: closed {idle} idle blocking connections", node.endpoint);
     }
 }
 
