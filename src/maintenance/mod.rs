@@ -91,7 +91,8 @@
 //! and installed first; the old one takes no new requests and is closed once the
 //! caller work already sent on it is answered (bounded by what is left of the window),
 //! so commands do not fail across a handoff. The subscription connection is closed
-//! and re-opened by the supervisor, which re-subscribes. Both are reported as
+//! and re-opened by the supervisor, which re-subscribes; idle dedicated connections of
+//! the blocking pool are closed, and a leased one is closed when given back. Both are reported as
 //! [`FailureKind::MaintenanceHandoff`](crate::FailureKind::MaintenanceHandoff), then
 //! restored; [`ClientEvent::Handoff`](crate::ClientEvent::Handoff) reports each
 //! handoff, and [`MaintenanceStatus`] keeps counters and the last one. A `MOVING` is
@@ -101,7 +102,8 @@
 //! Name resolution goes through [`Options::resolver`](crate::Options::resolver) (the
 //! system resolver by default); `testkit::ScriptedResolver` scripts a moving record.
 //!
-//! `MIGRATED` prompts the other DNS question: is our address still advertised? On the
+//! `MIGRATED` (and `FAILED_OVER`, whose proxy may be the one leaving) prompts the other
+//! DNS question: is our address still advertised? On the
 //! shrink path a node leaves DNS ~5 s after `MIGRATED` and its socket is closed
 //! silently ~13 s later, so for the post-event tail the record is checked, and a node
 //! no longer advertised is left before that close. A lookup that fails or names
