@@ -1,15 +1,52 @@
-//! The reader thread: decodes frames as they arrive, hands push frames to the push
+//! Reading replies: decodes frames as they arrive, hands push frames to the push
 //! handler, and completes waiters in FIFO order. A frame that belongs to no waiter
 //! means the stream is out of step: the connection is failed rather than guessed at.
+//!
+//! Whoever holds the read token ([`ReadState`]) reads: normally the reader thread, but
+//! a caller alone on the connection reads its own reply when the reader thread has
+//! stood down (see `direct`). Both run the same code here, so a caller reading for
+//! itself also completes other callers' replies and dispatches push frames in order.
 
+use std::io;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use std::time::Instant;
 
 use super::slot::Outcome;
 use super::transport::ReadHalf;
 use super::Shared;
 use crate::error::{Error, ErrorKind, FailureKind};
 use crate::resp::{Decoder, Value};
+
+/// The read token: the decoder, the socket's read half and a pipelined request's
+/// replies collected so far. Held by exactly one reader at a time.
+pub(crate) struct ReadState {
+    pub(super) decoder: Decoder,
+    pub(super) read: ReadHalf,
+    partial: Vec<Value>,
+    /// Whether the last request completed was sent by a caller alone on the
+    /// connection: the sign that the next one will be too, so the thread stands down.
+    pub(super) last_lone: bool,
+    /// Whether the socket has the short read timeout direct readers need.
+    pub(super) ticking: bool,
+}
+
+impl ReadState {
+    pub(super) fn new(decoder: Decoder, read: ReadHalf) -> ReadState {
+        ReadState {
+            decoder,
+            read,
+            partial: Vec::new(),
+            last_lone: false,
+            ticking: false,
+        }
+    }
+
+    /// Between frames: nothing received that a later read would complete.
+    pub(super) fn between_frames(&self) -> bool {
+        self.decoder.buffered() == 0 && self.partial.is_empty()
+    }
+}
 
 /// RESP2 delivers pub/sub messages and confirmations as plain arrays whose first
 /// element names the kind; a subscribed RESP2 `PING` answers `["pong", ""]`, which is
@@ -35,62 +72,158 @@ fn is_pubsub_array(frame: &Value) -> bool {
     )
 }
 
-pub(super) fn run(shared: Arc<Shared>, mut decoder: Decoder, mut read: ReadHalf) {
-    let mut partial: Vec<Value> = Vec::new();
+/// Handles every complete frame already buffered; `false` when the connection failed.
+pub(super) fn drain(shared: &Shared, rs: &mut ReadState) -> bool {
     loop {
-        let frame = match decoder.decode() {
-            Ok(Some(frame)) => frame,
-            Ok(None) => match decoder.read_from(&mut read) {
-                Ok(0) => {
-                    let e = Error::new(
-                        ErrorKind::ConnectionClosed,
-                        "the server closed the connection",
-                    );
-                    return shared.fail(FailureKind::SocketClosed, e);
+        match rs.decoder.decode() {
+            Ok(Some(frame)) => {
+                if !handle(shared, rs, frame) {
+                    return false;
                 }
-                Ok(_) => {
-                    shared
-                        .last_read_ms
-                        .store(shared.now_ms(), Ordering::Relaxed);
-                    continue;
-                }
-                Err(e) => return shared.fail(FailureKind::SocketFailure, e.into()),
-            },
-            Err(e) => return shared.fail(FailureKind::ProtocolFailure, e),
-        };
-        if matches!(frame, Value::Push(_)) || (shared.subscriber && is_pubsub_array(&frame)) {
-            shared.dispatch_push(frame);
-            continue;
-        }
-        let mut pending = shared.pending.lock();
-        let Some(front) = pending.front() else {
-            drop(pending);
-            if shared.subscriber && frame.is_error() {
-                shared.dispatch_push(frame);
-                continue;
             }
-            let e = Error::new(
-                ErrorKind::Protocol,
-                "a reply arrived with no request waiting for it",
-            );
-            return shared.fail(FailureKind::ProtocolFailure, e);
-        };
-        let outcome = if front.expected == 1 && partial.is_empty() {
-            Outcome::One(frame)
-        } else {
-            partial.push(frame);
-            if partial.len() < front.expected {
-                continue;
+            Ok(None) => return true,
+            Err(e) => {
+                shared.fail(FailureKind::ProtocolFailure, e);
+                return false;
             }
-            Outcome::Many(std::mem::take(&mut partial))
-        };
-        let Some(done) = pending.pop_front() else {
-            continue;
-        };
-        drop(pending);
-        if done.caller_work {
-            shared.caller_inflight.fetch_sub(1, Ordering::Relaxed);
         }
-        done.slot.complete(outcome);
     }
+}
+
+/// How one socket read ended.
+pub(super) enum Read {
+    /// Bytes arrived (or the read timed out: a direct reader's tick).
+    Progress,
+    /// The connection failed; every waiter has been told.
+    Failed,
+}
+
+/// Reads once from the socket into the decoder.
+pub(super) fn read_once(shared: &Shared, rs: &mut ReadState) -> Read {
+    match rs.decoder.read_from(&mut rs.read) {
+        Ok(0) => {
+            let e = Error::new(
+                ErrorKind::ConnectionClosed,
+                "the server closed the connection",
+            );
+            shared.fail(FailureKind::SocketClosed, e);
+            Read::Failed
+        }
+        Ok(_) => {
+            shared
+                .last_read_ms
+                .store(shared.now_ms(), Ordering::Relaxed);
+            Read::Progress
+        }
+        // The short read timeout a direct reader uses to look at its deadline.
+        Err(e)
+            if matches!(
+                e.kind(),
+                io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+            ) =>
+        {
+            Read::Progress
+        }
+        Err(e) => {
+            shared.fail(FailureKind::SocketFailure, e.into());
+            Read::Failed
+        }
+    }
+}
+
+/// One decoded frame: a push goes to the handler, a reply to the oldest waiter.
+fn handle(shared: &Shared, rs: &mut ReadState, frame: Value) -> bool {
+    if matches!(frame, Value::Push(_)) || (shared.subscriber && is_pubsub_array(&frame)) {
+        shared.dispatch_push(frame);
+        return true;
+    }
+    let mut pending = shared.pending.lock();
+    let Some(front) = pending.queue.front() else {
+        drop(pending);
+        if shared.subscriber && frame.is_error() {
+            shared.dispatch_push(frame);
+            return true;
+        }
+        let e = Error::new(
+            ErrorKind::Protocol,
+            "a reply arrived with no request waiting for it",
+        );
+        shared.fail(FailureKind::ProtocolFailure, e);
+        return false;
+    };
+    let outcome = if front.expected == 1 && rs.partial.is_empty() {
+        Outcome::One(frame)
+    } else {
+        rs.partial.push(frame);
+        if rs.partial.len() < front.expected {
+            return true;
+        }
+        Outcome::Many(std::mem::take(&mut rs.partial))
+    };
+    let Some(done) = pending.queue.pop_front() else {
+        return true;
+    };
+    drop(pending);
+    rs.last_lone = done.lone;
+    if done.caller_work {
+        shared.caller_inflight.fetch_sub(1, Ordering::Relaxed);
+    }
+    done.slot.complete(outcome);
+    true
+}
+
+/// The reader thread: reads while it holds the token; stands down when a caller
+/// alone on the connection is about to read its own reply; takes the token back when
+/// asked, or when nobody used it for a tick.
+pub(super) fn run(shared: Arc<Shared>) {
+    loop {
+        {
+            let mut rs = shared.reading.lock();
+            if rs.ticking && shared.set_read_tick(false).is_ok() {
+                rs.ticking = false;
+            }
+            loop {
+                if !drain(&shared, &mut rs) {
+                    return;
+                }
+                if shared.stand_down(&mut rs) {
+                    break;
+                }
+                if let Read::Failed = read_once(&shared, &mut rs) {
+                    return;
+                }
+            }
+        }
+        if !shared.wait_stood_down() {
+            return;
+        }
+    }
+}
+
+/// A caller alone on the connection reads until its own slot is done (completing
+/// anything else that arrives first, in order) or `deadline()` passes, then hands
+/// the token back: to nobody when no request is left, to the reader thread otherwise.
+pub(super) fn direct(
+    shared: &Shared,
+    done: &dyn Fn() -> bool,
+    mut deadline: impl FnMut() -> Instant,
+) {
+    let mut rs = shared.reading.lock();
+    loop {
+        if !drain(shared, &mut rs) || done() || Instant::now() >= deadline() {
+            break;
+        }
+        if let Read::Failed = read_once(shared, &mut rs) {
+            break;
+        }
+    }
+    let mut pending = shared.pending.lock();
+    pending.direct_active = false;
+    if !pending.queue.is_empty() || !rs.between_frames() {
+        // Replies are still owed (or a frame is half read): the thread reads them.
+        pending.reader_out = false;
+        shared.reader_wake.notify_one();
+    }
+    drop(pending);
+    drop(rs);
 }

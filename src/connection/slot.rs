@@ -76,6 +76,11 @@ impl Slot {
         }
     }
 
+    /// Whether the outcome has been delivered (a direct reader's stop condition).
+    pub(crate) fn is_done(&self) -> bool {
+        self.state.load(Ordering::Acquire) == DONE
+    }
+
     /// Whether an outcome is ready (non-blocking; used for asynchronous heartbeats).
     pub(crate) fn try_take(&self) -> Option<Outcome> {
         if self.state.load(Ordering::Acquire) == DONE {
