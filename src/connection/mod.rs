@@ -686,3 +686,6 @@ pub(crate) enum RequestError {
 pub(crate) fn ms(n: u64) -> Duration {
     Duration::from_millis(n)
 }
+
+#[cfg(all(test, feature = "testkit"))]
+mod direct_tests;

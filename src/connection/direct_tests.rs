@@ -1,0 +1,145 @@
+//! The read token's hand-over between the reader thread and a caller alone on the
+//! connection, against the fake server: a sequential caller reads its own replies, a
+//! push or the close on a connection left idle is still seen by the reader thread,
+//! and a caller reading for itself still times out on a silent server.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::transport::Dial;
+use super::*;
+use crate::clock;
+use crate::resp::{write_arg, write_command_header};
+use crate::testkit::{FakeServer, Notification};
+
+fn command(args: &[&str]) -> Vec<u8> {
+    let mut buf = Vec::new();
+    write_command_header(&mut buf, args.len());
+    for a in args {
+        write_arg(&mut buf, a.as_bytes());
+    }
+    buf
+}
+
+fn config(
+    server: &FakeServer,
+    pushes: Arc<AtomicUsize>,
+    failures: Arc<AtomicUsize>,
+) -> ConnectionConfig {
+    let options =
+        Options::parse(&format!("{},maintNotifications=enabled", server.addr())).expect("options");
+    ConnectionConfig {
+        endpoint: Endpoint::new(server.addr().ip().to_string(), server.port()),
+        options: Arc::new(options),
+        tls: None,
+        timeouts: Arc::new(ServerTimeouts::new(clock::system())),
+        on_push: Some(Arc::new(move |_: &ConnectionInfo, _: Value| {
+            pushes.fetch_add(1, Ordering::SeqCst);
+        })),
+        on_failure: Some(Arc::new(
+            move |_: &ConnectionInfo, _: FailureKind, _: &Error| {
+                failures.fetch_add(1, Ordering::SeqCst);
+            },
+        )),
+        role: "",
+        subscriber: false,
+        readonly: false,
+        breaker: None,
+        dial: Arc::new(Dial::default()),
+    }
+}
+
+fn wait_until(what: impl Fn() -> bool) -> bool {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < deadline {
+        if what() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    what()
+}
+
+fn echo(conn: &Connection, token: &str, timeout: Duration) -> std::result::Result<Value, String> {
+    match conn.request(&command(&["ECHO", token]), 1, timeout, true) {
+        Ok(Outcome::One(v)) => Ok(v),
+        Ok(Outcome::Failed(e)) | Err(RequestError::Failed(e)) | Err(RequestError::Unsent(e)) => {
+            Err(e.to_string())
+        }
+        Ok(Outcome::Many(_)) => Err("several replies".into()),
+    }
+}
+
+#[test]
+fn a_sequential_caller_reads_its_own_replies_and_an_idle_connection_is_still_read() {
+    let server = FakeServer::start().expect("fake");
+    let (pushes, failures) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let conn = Connection::open(&config(&server, pushes.clone(), failures.clone())).expect("open");
+    for i in 0..200 {
+        let token = format!("t{i}");
+        let reply = echo(&conn, &token, Duration::from_secs(5)).expect("reply");
+        assert_eq!(reply.as_bytes(), Some(token.as_bytes()));
+    }
+    let direct = conn.shared.pending.lock().direct_reads;
+    assert!(direct >= 150, "only {direct} of 200 read directly");
+
+    // Left idle, the reader thread takes the token back: a push still arrives.
+    assert!(conn.maint_notifications());
+    server.notify(Notification::failing_over(5, &["1"]));
+    assert!(
+        wait_until(|| pushes.load(Ordering::SeqCst) == 1),
+        "push seen"
+    );
+    // And so does the close.
+    server.close_all_connections();
+    assert!(
+        wait_until(|| failures.load(Ordering::SeqCst) == 1),
+        "close seen"
+    );
+    assert!(conn.is_closed());
+}
+
+#[test]
+fn a_direct_reader_times_out_on_a_silent_server_and_the_next_caller_gets_its_own_reply() {
+    let server = FakeServer::start().expect("fake");
+    let counters = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let conn = Connection::open(&config(&server, counters.0, counters.1)).expect("open");
+    // Two lone calls: the second is read directly.
+    echo(&conn, "a", Duration::from_secs(5)).expect("a");
+    echo(&conn, "b", Duration::from_secs(5)).expect("b");
+    let before = conn.shared.pending.lock().direct_reads;
+    server.delay_replies(Some(Duration::from_millis(300)));
+    let err = echo(&conn, "late", Duration::from_millis(50)).expect_err("timed out");
+    assert!(err.contains("no reply within"), "{err}");
+    assert!(
+        conn.shared.pending.lock().direct_reads > before,
+        "it was a direct read"
+    );
+    server.delay_replies(None);
+    // The late reply is discarded; the next caller gets its own.
+    let reply = echo(&conn, "next", Duration::from_secs(5)).expect("next");
+    assert_eq!(reply.as_bytes(), Some(&b"next"[..]));
+    assert!(!conn.is_closed());
+}
+
+#[test]
+fn many_callers_after_a_lone_one_are_all_answered() {
+    let server = FakeServer::start().expect("fake");
+    let counters = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let conn = Arc::new(Connection::open(&config(&server, counters.0, counters.1)).expect("open"));
+    for round in 0..20 {
+        // A lone call stands the reader thread down; then 8 callers at once.
+        echo(&conn, "lone", Duration::from_secs(5)).expect("lone");
+        std::thread::scope(|s| {
+            for t in 0..8 {
+                let conn = conn.clone();
+                s.spawn(move || {
+                    let token = format!("r{round}t{t}");
+                    let reply = echo(&conn, &token, Duration::from_secs(10)).expect("reply");
+                    assert_eq!(reply.as_bytes(), Some(token.as_bytes()));
+                });
+            }
+        });
+    }
+}
