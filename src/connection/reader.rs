@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use super::slot::Outcome;
-use super::transport::ReadHalf;
+use super::transport::{Polling, ReadHalf};
 use super::Shared;
 use crate::error::{Error, ErrorKind, FailureKind};
 use crate::resp::{Decoder, Value};
@@ -98,9 +98,15 @@ pub(super) enum Read {
     Failed,
 }
 
-/// Reads once from the socket into the decoder.
-pub(super) fn read_once(shared: &Shared, rs: &mut ReadState) -> Read {
-    match rs.decoder.read_from(&mut rs.read) {
+/// Reads once from the socket into the decoder; with `poll`, without blocking (a
+/// `WouldBlock` is `Progress` with nothing read).
+pub(super) fn read_once(shared: &Shared, rs: &mut ReadState, poll: bool) -> Read {
+    let result = if poll {
+        rs.decoder.read_from(&mut Polling(&mut rs.read))
+    } else {
+        rs.decoder.read_from(&mut rs.read)
+    };
+    match result {
         Ok(0) => {
             let e = Error::new(
                 ErrorKind::ConnectionClosed,
@@ -172,6 +178,9 @@ fn handle(shared: &Shared, rs: &mut ReadState, frame: Value) -> bool {
     true
 }
 
+/// How long a direct reader polls before blocking: about two loopback round trips.
+const POLL_FOR: std::time::Duration = std::time::Duration::from_micros(40);
+
 /// The reader thread: reads while it holds the token; stands down when a caller
 /// alone on the connection is about to read its own reply; takes the token back when
 /// asked, or when nobody used it for a tick.
@@ -189,7 +198,7 @@ pub(super) fn run(shared: Arc<Shared>) {
                 if shared.stand_down(&mut rs) {
                     break;
                 }
-                if let Read::Failed = read_once(&shared, &mut rs) {
+                if let Read::Failed = read_once(&shared, &mut rs, false) {
                     return;
                 }
             }
@@ -203,17 +212,26 @@ pub(super) fn run(shared: Arc<Shared>) {
 /// A caller alone on the connection reads until its own slot is done (completing
 /// anything else that arrives first, in order) or `deadline()` passes, then hands
 /// the token back: to nobody when no request is left, to the reader thread otherwise.
+///
+/// For the first `POLL_FOR` it polls the socket instead of blocking in `recv`: a
+/// loopback reply comes back within that on a quiet machine, and a thread that never
+/// slept needs no wake-up. Measured (P1, median GET latency against redis-rs): the
+/// reader thread waking the caller 0.96x quiet, 1.25x with both cores busy; reading
+/// directly with a blocking `recv` 1.02x quiet; polling first 0.75x quiet, 1.04x busy.
 pub(super) fn direct(
     shared: &Shared,
     done: &dyn Fn() -> bool,
     mut deadline: impl FnMut() -> Instant,
 ) {
     let mut rs = shared.reading.lock();
+    let poll_until = rs.read.can_poll().then(|| Instant::now() + POLL_FOR);
     loop {
-        if !drain(shared, &mut rs) || done() || Instant::now() >= deadline() {
+        let now = Instant::now();
+        if !drain(shared, &mut rs) || done() || now >= deadline() {
             break;
         }
-        if let Read::Failed = read_once(shared, &mut rs) {
+        let poll = poll_until.is_some_and(|until| now < until);
+        if let Read::Failed = read_once(shared, &mut rs, poll) {
             break;
         }
     }

@@ -241,6 +241,31 @@ impl Transport {
     }
 }
 
+/// A view of the read half that never blocks: `WouldBlock` when nothing has arrived.
+pub(crate) struct Polling<'a>(pub(crate) &'a mut ReadHalf);
+
+impl Read for Polling<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self.0 {
+            #[cfg(unix)]
+            ReadHalf::Plain(s) => {
+                rustix::net::recv(&*s, buf, rustix::net::RecvFlags::DONTWAIT)
+                    .map(|(n, _)| n)
+                    .map_err(io::Error::from)
+            }
+            // Polling TLS would need the record layer's state too: such readers block.
+            _ => Err(io::ErrorKind::WouldBlock.into()),
+        }
+    }
+}
+
+impl ReadHalf {
+    /// Whether `Polling` can look at the socket without blocking.
+    pub(crate) fn can_poll(&self) -> bool {
+        cfg!(unix) && matches!(self, ReadHalf::Plain(_))
+    }
+}
+
 impl Read for ReadHalf {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         match self {
