@@ -86,7 +86,7 @@ pub(crate) struct Pending {
     /// Whether the dead-connection check may use the relaxed timeout for it: never for
     /// heartbeats, so a server that dies during maintenance is still noticed.
     relaxable: bool,
-    /// Sent by a caller alone on the connection (see `ReadState::last_lone`).
+    /// Sent by a caller alone on the connection (see `ReadState::lone_streak`).
     lone: bool,
 }
 
@@ -537,12 +537,14 @@ impl Shared {
         }
     }
 
-    /// Stands the reader thread down when the caller it last answered was alone and
-    /// nothing else is owed: that caller's next request is likely to come alone too,
-    /// and it then reads its own reply. Sets the short read timeout direct readers
+    /// Stands the reader thread down when the callers it last answered were alone and
+    /// nothing else is owed: the next request is likely to come alone too, and its
+    /// caller then reads its own reply. Two in a row, not one: with many threads a
+    /// queue that empties once in a while would otherwise send the thread back and
+    /// forth. Sets the short read timeout direct readers
     /// need to watch their deadlines; `false` (keep reading) if that fails.
     fn stand_down(&self, rs: &mut reader::ReadState) -> bool {
-        if !self.direct_ok || !rs.last_lone || !rs.between_frames() {
+        if !self.direct_ok || rs.lone_streak < LONE_STREAK || !rs.between_frames() {
             return false;
         }
         if !rs.ticking {
@@ -556,7 +558,7 @@ impl Shared {
             return false;
         }
         q.reader_out = true;
-        rs.last_lone = false;
+        rs.lone_streak = 0;
         true
     }
 
@@ -666,6 +668,8 @@ struct Submitted {
     direct: bool,
 }
 
+/// Lone requests in a row before the reader thread stands down.
+const LONE_STREAK: u32 = 2;
 /// How long a stood-down reader thread leaves the token unused before taking it back.
 /// Measured need: a sequential caller comes back within microseconds; a connection
 /// left idle gets its reader back (pushes, the close) within two ticks.

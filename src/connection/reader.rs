@@ -24,9 +24,9 @@ pub(crate) struct ReadState {
     pub(super) decoder: Decoder,
     pub(super) read: ReadHalf,
     partial: Vec<Value>,
-    /// Whether the last request completed was sent by a caller alone on the
-    /// connection: the sign that the next one will be too, so the thread stands down.
-    pub(super) last_lone: bool,
+    /// Requests in a row completed that were sent by a caller alone on the connection:
+    /// the sign that the next one will be too, so the thread stands down.
+    pub(super) lone_streak: u32,
     /// Whether the socket has the short read timeout direct readers need.
     pub(super) ticking: bool,
 }
@@ -37,7 +37,7 @@ impl ReadState {
             decoder,
             read,
             partial: Vec::new(),
-            last_lone: false,
+            lone_streak: 0,
             ticking: false,
         }
     }
@@ -170,7 +170,11 @@ fn handle(shared: &Shared, rs: &mut ReadState, frame: Value) -> bool {
         return true;
     };
     drop(pending);
-    rs.last_lone = done.lone;
+    rs.lone_streak = if done.lone {
+        rs.lone_streak.saturating_add(1)
+    } else {
+        0
+    };
     if done.caller_work {
         shared.caller_inflight.fetch_sub(1, Ordering::Relaxed);
     }

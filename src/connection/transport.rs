@@ -248,11 +248,9 @@ impl Read for Polling<'_> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         match self.0 {
             #[cfg(unix)]
-            ReadHalf::Plain(s) => {
-                rustix::net::recv(&*s, buf, rustix::net::RecvFlags::DONTWAIT)
-                    .map(|(n, _)| n)
-                    .map_err(io::Error::from)
-            }
+            ReadHalf::Plain(s) => rustix::net::recv(&*s, buf, rustix::net::RecvFlags::DONTWAIT)
+                .map(|(n, _)| n)
+                .map_err(io::Error::from),
             // Polling TLS would need the record layer's state too: such readers block.
             _ => Err(io::ErrorKind::WouldBlock.into()),
         }
