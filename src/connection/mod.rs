@@ -1,6 +1,15 @@
 //! One physical connection: socket (+TLS), handshake, a writer thread, a reader thread,
 //! and the FIFO of callers waiting for replies.
 //!
+//! Who writes: a caller alone writes its own frame; otherwise the writer thread sends
+//! everything queued in one write. Who reads: whoever holds the read token, normally
+//! the reader thread. After two requests in a row from callers alone on the
+//! connection, the thread stands down and the next lone caller reads its own reply
+//! (polling the socket briefly, then blocking), as a dedicated connection would: no
+//! hop through another thread. A request that is not alone, a half-read frame, or a
+//! tick in which nobody read hands the token back to the thread, so pushes and the
+//! close of an idle connection are still seen within milliseconds.
+//!
 //! Owns: getting frames onto the wire in order and each reply to the caller that sent
 //! the matching request. Must never: sleep, resolve names or call REST on the reader or
 //! writer thread; let a late reply reach another caller; lose a waiter (every pending
