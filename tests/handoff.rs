@@ -230,16 +230,20 @@ fn several_records_step_sideways_at_once_and_reconnects_avoid_the_retiring_addre
     assert_eq!(news.recv_timeout(SOON).unwrap().payload_str(), "x");
 }
 
-#[test]
-fn an_address_no_longer_advertised_after_migrated_is_left_before_the_silent_close() {
+/// Two proxies A and B behind one name, and a client opted in, connected to A (listed
+/// first) with a 2 s post-event tail.
+fn two_proxies_one_name() -> (FakeServer, FakeServer, ScriptedResolver, Client) {
     let (a, b) = (FakeServer::start().unwrap(), FakeServer::start().unwrap());
     let dns = ScriptedResolver::new();
     dns.set(NAME, Answer::addrs([a.addr(), b.addr()]));
     let client = client(&dns, "maintPostEventRelaxed=2");
-    let events = client.events();
     assert!(wait_opted_in(&client, SOON));
-    assert_eq!(a.connections_open(), 1);
-    // MIGRATED lands ~5 s before DNS drops the node (scaled: 0.3 s).
+    (a, b, dns, client)
+}
+
+/// The record stops naming A 0.3 s from now (a shrink drops the node from DNS ~5 s
+/// after the completion, scaled down).
+fn drop_from_dns_soon(dns: &ScriptedResolver, a: &FakeServer, b: &FakeServer) {
     dns.restart();
     dns.script(
         NAME,
@@ -248,6 +252,15 @@ fn an_address_no_longer_advertised_after_migrated_is_left_before_the_silent_clos
             (secs(0.3), Answer::addrs([b.addr()])),
         ],
     );
+}
+
+#[test]
+fn an_address_no_longer_advertised_after_migrated_is_left_before_the_silent_close() {
+    let (a, b, dns, client) = two_proxies_one_name();
+    let events = client.events();
+    assert_eq!(a.connections_open(), 1);
+    // MIGRATED lands ~5 s before DNS drops the node (scaled: 0.3 s).
+    drop_from_dns_soon(&dns, &a, &b);
     a.notify(Notification::migrated(&["1"]));
     assert!(wait_until(SOON, || status(&client)
         .handoffs
@@ -329,11 +342,7 @@ fn closing_the_client_mid_handoff_ends_its_worker() {
 
 #[test]
 fn failed_over_checks_the_address_too_and_the_blocking_pool_follows() {
-    let (a, b) = (FakeServer::start().unwrap(), FakeServer::start().unwrap());
-    let dns = ScriptedResolver::new();
-    dns.set(NAME, Answer::addrs([a.addr(), b.addr()]));
-    let client = client(&dns, "maintPostEventRelaxed=2");
-    assert!(wait_opted_in(&client, SOON));
+    let (a, b, dns, client) = two_proxies_one_name();
     let db = client.database();
     let blocking_idle = || client.status().nodes[0].blocking_idle;
     // A blocking command leaves its dedicated connection idle in the pool, on A.
@@ -342,14 +351,7 @@ fn failed_over_checks_the_address_too_and_the_blocking_pool_follows() {
     assert_eq!(blocking_idle(), 1);
     assert_eq!(a.connections_open(), 2, "interactive and blocking");
 
-    dns.restart();
-    dns.script(
-        NAME,
-        vec![
-            (Duration::ZERO, Answer::addrs([a.addr(), b.addr()])),
-            (secs(0.3), Answer::addrs([b.addr()])),
-        ],
-    );
+    drop_from_dns_soon(&dns, &a, &b);
     // The handoff happens while an optimistic transaction holds one dedicated
     // connection (leased) and a second one sits idle.
     let committed = db
