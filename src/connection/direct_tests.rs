@@ -124,6 +124,36 @@ fn a_direct_reader_times_out_on_a_silent_server_and_the_next_caller_gets_its_own
 }
 
 #[test]
+fn a_push_that_arrives_while_a_caller_reads_for_itself_is_dispatched_in_order() {
+    let server = FakeServer::start().expect("fake");
+    let (pushes, failures) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let conn = Connection::open(&config(&server, pushes.clone(), failures)).expect("open");
+    assert!(conn.maint_notifications());
+    echo(&conn, "a", Duration::from_secs(5)).expect("a");
+    echo(&conn, "b", Duration::from_secs(5)).expect("b");
+    let before = conn.shared.pending.lock().direct_reads;
+    server.delay_replies(Some(Duration::from_millis(200)));
+    let reply = std::thread::scope(|s| {
+        let call = s.spawn(|| echo(&conn, "c", Duration::from_secs(5)));
+        // The push goes out while the reply is held back.
+        assert!(wait_until(
+            || conn.shared.pending.lock().direct_reads > before
+        ));
+        server.notify(Notification::failing_over(5, &["1"]));
+        call.join().expect("caller")
+    });
+    assert_eq!(reply.expect("c").as_bytes(), Some(&b"c"[..]));
+    assert_eq!(
+        pushes.load(Ordering::SeqCst),
+        1,
+        "handled by the caller reading"
+    );
+    server.delay_replies(None);
+    let reply = echo(&conn, "d", Duration::from_secs(5)).expect("d");
+    assert_eq!(reply.as_bytes(), Some(&b"d"[..]));
+}
+
+#[test]
 fn many_callers_after_a_lone_one_are_all_answered() {
     let server = FakeServer::start().expect("fake");
     let counters = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
