@@ -226,7 +226,17 @@ impl Error {
             Some(i) => &message[..i],
             None => message,
         };
-        Error::new(kind, message.to_string())
+        Error::new(kind, redact_quoted(message))
+    }
+
+    /// The error with every occurrence of `secret` in its detail replaced: for replies
+    /// to commands that carried it (a proxy answering `AUTH` with "invalid password
+    /// 'xyz'" unquoted or quoted differently).
+    pub(crate) fn redacting(mut self, secret: &str) -> Error {
+        if !secret.is_empty() && self.detail.contains(secret) {
+            self.detail = self.detail.replace(secret, REDACTED);
+        }
+        self
     }
 
     /// The same error with another detail (kind, endpoint, command, failure and
@@ -365,9 +375,97 @@ impl From<io::Error> for Error {
 /// The crate's result type.
 pub type Result<T> = std::result::Result<T, Error>;
 
+const REDACTED: &str = "<redacted>";
+
+/// Replaces what a server error quotes (`'...'`) with `<redacted>`: servers quote the
+/// values they refuse, and a value can be a secret (`ACL SETUSER` quotes a modifier
+/// it cannot parse: a password given without its `>`; some proxies quote a refused
+/// password). The name of an unknown command or subcommand stays: it is what the
+/// message is about. A quote opens only after a space or a bracket, so the apostrophe
+/// of "it's" is no quote.
+fn redact_quoted(message: &str) -> String {
+    let mut out = String::with_capacity(message.len());
+    let mut rest = message;
+    while let Some(open) = rest.find('\'') {
+        let before = &rest[..open];
+        let opens = before.is_empty() || before.ends_with([' ', '(', '[', '{', ':']);
+        let after = &rest[open + 1..];
+        let close = after
+            .char_indices()
+            .filter(|&(_, c)| c == '\'')
+            .map(|(i, _)| i)
+            .find(|&i| {
+                after[i + 1..]
+                    .chars()
+                    .next()
+                    .is_none_or(|c| c.is_whitespace() || ",.;:)]}".contains(c))
+            });
+        let (true, Some(close)) = (opens, close) else {
+            out.push_str(&rest[..=open]);
+            rest = after;
+            continue;
+        };
+        out.push_str(before);
+        let lower = before.to_ascii_lowercase();
+        if lower.ends_with("unknown command ") || lower.ends_with("unknown subcommand ") {
+            out.push_str(&rest[open..open + close + 2]);
+        } else {
+            out.push('\'');
+            out.push_str(REDACTED);
+            out.push('\'');
+        }
+        rest = &after[close + 1..];
+    }
+    out.push_str(rest);
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn quoted_values_in_server_errors_are_redacted_but_command_names_stay() {
+        let detail = |m: &str| Error::from_server_reply(m).detail().to_string();
+        assert_eq!(
+            detail("ERR Error in ACL SETUSER modifier 'Secret-1': Syntax error"),
+            "ERR Error in ACL SETUSER modifier '<redacted>': Syntax error"
+        );
+        assert_eq!(
+            detail("WRONGPASS invalid password 'it''s-secret'"),
+            "WRONGPASS invalid password '<redacted>'"
+        );
+        assert_eq!(
+            detail("ERR unknown command 'FOO', with args beginning with: 'secret' "),
+            "ERR unknown command 'FOO'"
+        );
+        assert_eq!(
+            detail("ERR unknown subcommand 'nope'. Try CLIENT HELP."),
+            "ERR unknown subcommand 'nope'. Try CLIENT HELP."
+        );
+        let plain = "MISCONF it's unable to persist, don't write";
+        assert_eq!(detail(plain), plain, "apostrophes are no quotes");
+        assert_eq!(detail("ERR a 'b"), "ERR a 'b", "an unclosed quote is left");
+        assert_eq!(
+            detail("ERR x ('a', 'b')"),
+            "ERR x ('<redacted>', '<redacted>')"
+        );
+    }
+
+    #[test]
+    fn a_known_secret_is_redacted_wherever_it_appears() {
+        let e = Error::from_server_reply("WRONGPASS bad password pw123 for user x");
+        assert_eq!(
+            e.clone().redacting("pw123").detail(),
+            "WRONGPASS bad password <redacted> for user x"
+        );
+        let detail = e.detail().to_string();
+        assert_eq!(
+            e.redacting("").detail(),
+            detail,
+            "an empty secret is no secret"
+        );
+    }
 
     #[test]
     fn server_replies_are_classified_by_code() {

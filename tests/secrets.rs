@@ -301,12 +301,11 @@ fn groups_show_no_secret_when_members_are_given_as_urls() {
 
 const NAME_PASSWORD: &str = "Pw-Name-4c3b2a19";
 
-/// Pinned bug: `Member::new` names a member after the first item of its spec
-/// (`default_name` in src/availability/member.rs). For an option string that starts
-/// with `password=...` the name *is* the password, and member names go into `Debug`,
-/// events and log records ("member ... is unhealthy").
+/// Regression (found by this file): `Member::new` named a member after the first item
+/// of its spec, so for an option string starting with `password=...` the name *was*
+/// the password, and member names go into `Debug`, events and log records. Now the
+/// name is the parsed spec's first endpoint.
 #[test]
-#[ignore = "bug: src/availability/member.rs default_name takes `password=<secret>` as the member name when the option string starts with it"]
 fn a_member_given_as_an_option_string_starting_with_its_password_is_not_named_after_it() {
     let m = Member::new(format!("password={NAME_PASSWORD},127.0.0.1:6379"));
     assert_hidden(&[NAME_PASSWORD], m.name(), "member name");
@@ -320,13 +319,12 @@ fn a_member_given_as_an_option_string_starting_with_its_password_is_not_named_af
 
 const ECHOED: &str = "Pw-Echoed-8a7b6c5d";
 
-/// Pinned bug: the handshake turns the server's error reply into the error as is
-/// (src/connection/handshake.rs `reply_error` -> `Error::from_server_reply`). A server
-/// or proxy that quotes the credentials it refused (some do: "invalid password
-/// 'xyz'") puts the client's own password in the error, its `Display` and the
-/// reconnect log records. The client knows that password: it can redact it.
+/// Regression (found by this file): the handshake turned the server's error reply into
+/// the error as is, so a server or proxy quoting the credentials it refused ("invalid
+/// password 'xyz'") put the client's own password in the error, its `Display` and the
+/// reconnect log records. Now quoted values are redacted, and the handshake removes
+/// the password wherever it appears.
 #[test]
-#[ignore = "bug: src/connection/handshake.rs passes an AUTH/HELLO error that quotes the password into the error and logs unredacted"]
 fn a_server_quoting_the_password_back_does_not_put_it_in_errors() {
     use std::io::{BufRead, BufReader, Write};
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
@@ -349,12 +347,11 @@ fn a_server_quoting_the_password_back_does_not_put_it_in_errors() {
     assert_error_hidden(&[ECHOED], &e, "handshake error");
 }
 
-/// Pinned bug: a server error reply is kept whole in the error's detail apart from
-/// the tail of "unknown command" replies (src/error.rs `Error::from_server_reply`).
-/// `ACL SETUSER` quotes a modifier it cannot parse, so an ACL secret given without its
-/// `>` (a typo) comes back in the error and its `Display`.
+/// Regression (found by this file): a server error reply was kept whole apart from the
+/// tail of "unknown command" replies, and `ACL SETUSER` quotes a modifier it cannot
+/// parse, so an ACL secret given without its `>` (a typo) came back in the error. Now
+/// what a server error quotes is redacted (an unknown command's name aside).
 #[test]
-#[ignore = "bug: src/error.rs from_server_reply keeps the quoted modifier of an ACL SETUSER syntax error, which can be the ACL secret"]
 fn an_acl_secret_quoted_by_the_server_is_not_in_the_error() {
     const ACL_TYPO: &str = "Acl-Typo-2e4f6a8c";
     let Some(server) = RedisServer::start() else {
@@ -510,9 +507,16 @@ fn tls_verifies_by_default_and_turning_it_off_takes_its_name_and_warns() {
     ))
     .unwrap();
     assert_eq!(unverified.database().ping().unwrap(), "PONG");
-    assert!(
-        verification_off_warnings(tls_port) >= 1,
-        "no warning for sslVerify=false: {:?}",
+    // A second connection (a blocking command's dedicated one) is not warned again.
+    let popped: Option<(String, String)> = unverified
+        .database()
+        .blpop("nothing-here", std::time::Duration::from_millis(10))
+        .unwrap();
+    assert_eq!(popped, None);
+    assert_eq!(
+        verification_off_warnings(tls_port),
+        1,
+        "one warning for sslVerify=false, per client: {:?}",
         records()
             .iter()
             .filter(|(l, _)| *l <= Level::Warn)
@@ -631,13 +635,11 @@ fn base64(data: &[u8]) -> String {
 
 const URL_PASSWORD: &str = "Pw-Url-6a4c2e80";
 
-/// Pinned bug: a REST endpoint given with credentials in it (`https://user:pw@host`)
-/// is refused, but the refusal quotes the whole URL (src/availability/lag_aware/
-/// endpoint.rs, "the REST endpoint {url} must be scheme, host and port only"), and that
-/// text is the outcome's `Display` and a warning record; `LagAwareOptions`' `Debug`
-/// shows `rest_endpoint` as given.
+/// Regression (found by this file): a REST endpoint given with credentials in it
+/// (`https://user:pw@host`) was refused with a message quoting the whole URL, which is
+/// the outcome's `Display` and a warning record, and `LagAwareOptions`' `Debug` showed
+/// it as given. Both now show the URL with its userinfo replaced.
 #[test]
-#[ignore = "bug: src/availability/lag_aware/endpoint.rs quotes a REST endpoint URL with userinfo (a password) in the outcome and the log; LagAwareOptions Debug shows it"]
 fn a_rest_endpoint_with_credentials_in_it_is_refused_without_showing_them() {
     use resilient_redis::availability::{LagAware, LagAwareOptions, RestCredentials};
     use resilient_redis::Endpoint;

@@ -259,13 +259,13 @@ pub(crate) fn failback_due(last: Option<Instant>, now: Instant, delay: Duration)
     }
 }
 
+/// The first endpoint of the parsed spec. Never a piece of the raw text: its first
+/// item may be `password=...`, and the name shows in events, logs and `status()`.
 fn default_name(spec: &str) -> String {
-    let without_scheme = spec.split("://").last().unwrap_or(spec);
-    let host = without_scheme.rsplit('@').next().unwrap_or(without_scheme);
-    host.split([',', '/', '?'])
-        .next()
-        .unwrap_or(host)
-        .to_string()
+    Options::parse(spec)
+        .ok()
+        .and_then(|o| o.endpoints.first().map(ToString::to_string))
+        .unwrap_or_else(|| "member".to_string())
 }
 
 #[cfg(test)]

@@ -38,6 +38,8 @@ pub(crate) struct Deployment {
     pub(crate) on_breaker_trip: Option<Arc<dyn Fn() + Send + Sync>>,
     /// Raises each maintenance event once although every node sends its own copy.
     maint_ring: Arc<EventRing>,
+    /// Whether `sslVerify=false` has been warned about (once per client).
+    tls_unverified_warned: Arc<AtomicBool>,
 }
 
 impl Deployment {
@@ -54,6 +56,7 @@ impl Deployment {
             breaker: None,
             on_breaker_trip: None,
             maint_ring: Arc::new(EventRing::new()),
+            tls_unverified_warned: Arc::new(AtomicBool::new(false)),
         }
     }
 
@@ -138,7 +141,11 @@ impl Deployment {
     pub(crate) fn make_node(&self, endpoint: Endpoint) -> Result<Arc<Node>> {
         let options = self.options.clone();
         let tls = match &options.tls {
-            Some(t) => Some(Arc::new(tls::setup(t, &endpoint.host)?)),
+            Some(t) => Some(Arc::new(tls::setup(
+                t,
+                &endpoint.host,
+                self.tls_unverified_warned.clone(),
+            )?)),
             None => None,
         };
         let on_failure = failure_handler(

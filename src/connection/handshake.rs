@@ -66,6 +66,20 @@ pub(crate) fn run(
     deadline: Instant,
     peer: Option<IpAddr>,
 ) -> Result<Handshake> {
+    // A server or proxy may quote back the password it refused, in any form.
+    run_steps(transport, decoder, cfg, deadline, peer).map_err(|e| match &cfg.options.password {
+        Some(p) => e.redacting(p.expose()),
+        None => e,
+    })
+}
+
+fn run_steps(
+    transport: &mut Transport,
+    decoder: &mut Decoder,
+    cfg: &ConnectionConfig,
+    deadline: Instant,
+    peer: Option<IpAddr>,
+) -> Result<Handshake> {
     let options: &Options = &cfg.options;
     let mut hs = Handshake {
         protocol: Protocol::Resp2,

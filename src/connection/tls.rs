@@ -13,12 +13,34 @@ use rustls_pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
 
 use crate::config::TlsOptions;
 use crate::error::{Error, ErrorKind, Result};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// A ready TLS configuration and the name to verify and send as SNI.
 pub(crate) struct TlsSetup {
     pub config: Arc<ClientConfig>,
     pub server_name: ServerName<'static>,
     pub verify: bool,
+    /// Shared by every server of one client: `sslVerify=false` is warned about once
+    /// per client, not on every reconnect and pooled connection.
+    pub unverified_warned: Arc<AtomicBool>,
+}
+
+impl TlsSetup {
+    /// Warns, once per client, that certificates are not verified.
+    pub(crate) fn warn_if_unverified(&self, peer: std::net::SocketAddr) {
+        if self.verify {
+            return;
+        }
+        if self.unverified_warned.swap(true, Ordering::Relaxed) {
+            log::debug!("TLS certificate verification is off for {peer} (sslVerify=false)");
+        } else {
+            log::warn!(
+                "TLS certificate verification is OFF for {peer} and every other server of \
+                 this client (sslVerify=false): the connections are encrypted but the \
+                 servers are not authenticated"
+            );
+        }
+    }
 }
 
 fn tls_error(detail: impl Into<String>) -> Error {
@@ -50,7 +72,11 @@ fn read_file(path: &std::path::Path, what: &str) -> Result<Vec<u8>> {
 }
 
 /// Builds the configuration for one endpoint host.
-pub(crate) fn setup(tls: &TlsOptions, host: &str) -> Result<TlsSetup> {
+pub(crate) fn setup(
+    tls: &TlsOptions,
+    host: &str,
+    unverified_warned: Arc<AtomicBool>,
+) -> Result<TlsSetup> {
     let builder = ClientConfig::builder_with_provider(provider())
         .with_safe_default_protocol_versions()
         .map_err(|e| tls_error(format!("no usable TLS protocol version: {e}")))?;
@@ -109,6 +135,7 @@ pub(crate) fn setup(tls: &TlsOptions, host: &str) -> Result<TlsSetup> {
         config: Arc::new(config),
         server_name,
         verify: tls.verify,
+        unverified_warned,
     })
 }
 

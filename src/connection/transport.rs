@@ -197,12 +197,7 @@ impl Transport {
                 shutdown,
             });
         };
-        if !tls.verify {
-            log::warn!(
-                "TLS certificate verification is OFF for {peer} (sslVerify=false): \
-                 the connection is encrypted but the server is not authenticated"
-            );
-        }
+        tls.warn_if_unverified(peer);
         let mut conn = ClientConnection::new(tls.config.clone(), tls.server_name.clone())
             .map_err(|e| Error::new(ErrorKind::Tls, format!("TLS setup failed: {e}")))?;
         let mut sock = stream.try_clone()?;

@@ -32,17 +32,39 @@ pub(crate) fn derive_rest_endpoint(host: &str, port: u16) -> Result<String, Stri
 /// trailing slash.
 pub(crate) fn normalize_base(url: &str) -> Result<String, String> {
     let trimmed = url.trim().trim_end_matches('/');
+    let shown = || without_userinfo(url);
     let rest = trimmed
         .get(..8)
         .filter(|s| s.eq_ignore_ascii_case("https://"))
         .map(|_| &trimmed[8..])
-        .ok_or_else(|| format!("the REST endpoint {url} is not an https:// URL"))?;
-    if rest.is_empty() || rest.contains(['/', '?', '#', '@']) {
+        .ok_or_else(|| format!("the REST endpoint {} is not an https:// URL", shown()))?;
+    if rest.contains('@') {
         return Err(format!(
-            "the REST endpoint {url} must be scheme, host and port only"
+            "the REST endpoint {} carries credentials: give them to \
+             LagAwareOptions::new instead",
+            shown()
+        ));
+    }
+    if rest.is_empty() || rest.contains(['/', '?', '#']) {
+        return Err(format!(
+            "the REST endpoint {} must be scheme, host and port only",
+            shown()
         ));
     }
     Ok(format!("https://{rest}"))
+}
+
+/// A URL fit to show: credentials before an `@` (`https://user:pw@host`) replaced.
+pub(crate) fn without_userinfo(url: &str) -> String {
+    let (scheme, rest) = match url.find("://") {
+        Some(i) => url.split_at(i + 3),
+        None => ("", url),
+    };
+    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    match rest[..authority_end].rfind('@') {
+        Some(at) => format!("{scheme}<redacted>{}", &rest[at..]),
+        None => url.to_string(),
+    }
 }
 
 /// What the discovery listing says of one database.
@@ -157,7 +179,15 @@ mod tests {
         );
         assert!(normalize_base("http://c.example:9443").is_err());
         assert!(normalize_base("https://c.example:9443/v1").is_err());
-        assert!(normalize_base("https://user:pw@c.example").is_err());
+        let e = normalize_base("https://user:pw@c.example").unwrap_err();
+        assert!(!e.contains("pw"), "{e}");
+        let e = normalize_base("http://user:pw@c.example/x").unwrap_err();
+        assert!(!e.contains("pw"), "{e}");
+        assert_eq!(
+            without_userinfo("https://u:p@h:1/x@y"),
+            "https://<redacted>@h:1/x@y"
+        );
+        assert_eq!(without_userinfo("https://h:1"), "https://h:1");
         assert!(normalize_base("https://").is_err());
     }
 

@@ -217,7 +217,13 @@ pub struct LagAwareOptions {
 impl fmt::Debug for LagAwareOptions {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("LagAwareOptions")
-            .field("rest_endpoint", &self.rest_endpoint)
+            .field(
+                "rest_endpoint",
+                &self
+                    .rest_endpoint
+                    .as_deref()
+                    .map(super::endpoint::without_userinfo),
+            )
             .field("database_id", &self.database_id)
             .field("mode", &self.mode)
             .field("lag_tolerance", &self.lag_tolerance)
