@@ -5,6 +5,12 @@ use std::sync::Arc;
 
 use super::Shared;
 
+/// Requests in flight above which the writer yields once before writing. Measured
+/// (interleaved runs, GET/SET against redis-rs with a connection per thread): 16
+/// threads 1.33-1.36x without the yield, 1.49-1.62x with it; 64 threads 1.38-1.78x
+/// without, 1.87-2.13x with; a lone caller never waits for it.
+const LINGER_ABOVE: usize = 4;
+
 pub(super) fn run(shared: Arc<Shared>) {
     loop {
         let mut batch = {
@@ -14,6 +20,19 @@ pub(super) fn run(shared: Arc<Shared>) {
             }
             if out.closed {
                 return;
+            }
+            if shared.pending.lock().queue.len() > LINGER_ABOVE {
+                // Many callers in flight: the ones just woken by their replies are about
+                // to queue their next command; one yield lets them join this write.
+                drop(out);
+                std::thread::yield_now();
+                out = shared.out.lock();
+                if out.closed {
+                    return;
+                }
+                if out.buf.is_empty() || out.busy {
+                    continue;
+                }
             }
             out.busy = true;
             // Swap in the spare buffer so callers keep appending while we write.
