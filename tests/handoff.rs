@@ -10,6 +10,7 @@
 mod maintenance_common;
 mod support;
 
+use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -33,6 +34,28 @@ fn client(dns: &ScriptedResolver, keys: &str) -> Client {
     .unwrap();
     o.resolver = Some(Arc::new(dns.clone()));
     Client::connect(o).unwrap()
+}
+
+/// A client of `NAME` (resolving to `addrs`) opted in to notifications, and the
+/// resolver that scripts the name.
+fn named(addrs: &[SocketAddr], keys: &str) -> (ScriptedResolver, Client) {
+    let dns = ScriptedResolver::new();
+    dns.set(NAME, Answer::addrs(addrs.iter().copied()));
+    let client = client(&dns, keys);
+    assert!(wait_opted_in(&client, SOON));
+    (dns, client)
+}
+
+/// From now, the record names `before`, and `after` once `at` has passed.
+fn move_record(dns: &ScriptedResolver, before: &[SocketAddr], after: &[SocketAddr], at: Duration) {
+    dns.restart();
+    dns.script(
+        NAME,
+        vec![
+            (Duration::ZERO, Answer::addrs(before.iter().copied())),
+            (at, Answer::addrs(after.iter().copied())),
+        ],
+    );
 }
 
 fn secs(s: f64) -> Duration {
@@ -98,22 +121,12 @@ fn dns_trailing_the_moving_one_recycle_no_failed_command_close_disabled() {
     let (a, b) = (FakeServer::start().unwrap(), FakeServer::start().unwrap());
     a.set_moving_close(false);
     a.set_moving_slack(Duration::from_millis(100));
-    let dns = ScriptedResolver::new();
-    dns.set(NAME, Answer::addrs([a.addr()]));
-    let client = client(&dns, "");
+    let (dns, client) = named(&[a.addr()], "");
     let events = client.events();
-    assert!(wait_opted_in(&client, SOON));
     let sub = client.subscriber();
     let mut id = 0;
     let ok = under_load(&client, || {
-        dns.restart();
-        dns.script(
-            NAME,
-            vec![
-                (Duration::ZERO, Answer::addrs([a.addr()])),
-                (secs(1.0), Answer::addrs([b.addr()])),
-            ],
-        );
+        move_record(&dns, &[a.addr()], &[b.addr()], secs(1.0));
         // 5 s, not 15: the record moves at +1 s (scaled from +4.4 s, with room for a
         // loaded machine to drain inside the window).
         id = a.notify(Notification::moving(5));
@@ -175,20 +188,10 @@ fn with_the_close_enabled_we_move_before_it() {
     // 15 s scaled to 3 s: the least slack measured (0.7 s) becomes 0.14 s, DNS at
     // +4.4 s becomes +0.9 s.
     a.set_moving_slack(Duration::from_millis(140));
-    let dns = ScriptedResolver::new();
-    dns.set(NAME, Answer::addrs([a.addr()]));
-    let client = client(&dns, "");
+    let (dns, client) = named(&[a.addr()], "");
     let events = client.events();
-    assert!(wait_opted_in(&client, SOON));
     let ok = under_load(&client, || {
-        dns.restart();
-        dns.script(
-            NAME,
-            vec![
-                (Duration::ZERO, Answer::addrs([a.addr()])),
-                (secs(0.9), Answer::addrs([b.addr()])),
-            ],
-        );
+        move_record(&dns, &[a.addr()], &[b.addr()], secs(0.9));
         a.notify(Notification::moving(3));
         assert!(wait_until(SOON, || status(&client).handoffs.recycles == 1));
         assert!(
@@ -207,11 +210,8 @@ fn with_the_close_enabled_we_move_before_it() {
 fn several_records_step_sideways_at_once_and_reconnects_avoid_the_retiring_address() {
     let (a, b) = (FakeServer::start().unwrap(), FakeServer::start().unwrap());
     a.set_moving_close(false);
-    let dns = ScriptedResolver::new();
     // Round robin naming both: the retiring one first, as the record keeps it.
-    dns.set(NAME, Answer::addrs([a.addr(), b.addr()]));
-    let client = client(&dns, "");
-    assert!(wait_opted_in(&client, SOON));
+    let (_dns, client) = named(&[a.addr(), b.addr()], "");
     let sub = client.subscriber();
     let news = sub.subscribe("news").unwrap();
     assert!(subscribed_on(&a));
@@ -234,24 +234,14 @@ fn several_records_step_sideways_at_once_and_reconnects_avoid_the_retiring_addre
 /// first) with a 2 s post-event tail.
 fn two_proxies_one_name() -> (FakeServer, FakeServer, ScriptedResolver, Client) {
     let (a, b) = (FakeServer::start().unwrap(), FakeServer::start().unwrap());
-    let dns = ScriptedResolver::new();
-    dns.set(NAME, Answer::addrs([a.addr(), b.addr()]));
-    let client = client(&dns, "maintPostEventRelaxed=2");
-    assert!(wait_opted_in(&client, SOON));
+    let (dns, client) = named(&[a.addr(), b.addr()], "maintPostEventRelaxed=2");
     (a, b, dns, client)
 }
 
 /// The record stops naming A 0.3 s from now (a shrink drops the node from DNS ~5 s
 /// after the completion, scaled down).
 fn drop_from_dns_soon(dns: &ScriptedResolver, a: &FakeServer, b: &FakeServer) {
-    dns.restart();
-    dns.script(
-        NAME,
-        vec![
-            (Duration::ZERO, Answer::addrs([a.addr(), b.addr()])),
-            (secs(0.3), Answer::addrs([b.addr()])),
-        ],
-    );
+    move_record(dns, &[a.addr(), b.addr()], &[b.addr()], secs(0.3));
 }
 
 #[test]
@@ -289,11 +279,8 @@ fn an_address_no_longer_advertised_after_migrated_is_left_before_the_silent_clos
 fn a_record_that_never_moves_is_left_to_the_close_and_the_reconnect() {
     let a = FakeServer::start().unwrap();
     a.set_moving_slack(Duration::from_millis(100));
-    let dns = ScriptedResolver::new();
-    dns.set(NAME, Answer::addrs([a.addr()]));
-    let client = client(&dns, "");
+    let (_dns, client) = named(&[a.addr()], "");
     let events = client.events();
-    assert!(wait_opted_in(&client, SOON));
     a.notify(Notification::moving(1));
     assert!(wait_until(SOON, || status(&client)
         .last_handoff

@@ -162,7 +162,7 @@ impl BlockingPool {
         let current = take_in_use(&mut st, &conn) == Some(st.generation);
         if self.closed.load(Ordering::Acquire) || conn.is_closed() || !current {
             drop(st);
-            finish(conn);
+            finish(conn, FailureKind::ClosedByClient);
         } else {
             st.idle.push(conn);
         }
@@ -175,7 +175,7 @@ impl BlockingPool {
             st.leased -= 1;
             take_in_use(&mut st, &conn);
         }
-        finish(conn);
+        finish(conn, FailureKind::ClosedByClient);
         self.released.notify_one();
     }
 
@@ -191,7 +191,7 @@ impl BlockingPool {
             conn.close(FailureKind::ClosedByClient);
         }
         for conn in idle {
-            finish(conn);
+            finish(conn, FailureKind::ClosedByClient);
         }
         self.released.notify_all();
     }
@@ -211,8 +211,7 @@ impl BlockingPool {
         };
         let closed = idle.len();
         for conn in idle {
-            conn.close(FailureKind::MaintenanceHandoff);
-            conn.join();
+            finish(conn, FailureKind::MaintenanceHandoff);
         }
         closed
     }
@@ -278,7 +277,7 @@ impl Drop for Lease {
 }
 
 /// Closes a connection and waits for its threads.
-fn finish(conn: Arc<Connection>) {
-    conn.close(FailureKind::ClosedByClient);
+fn finish(conn: Arc<Connection>, why: FailureKind) {
+    conn.close(why);
     conn.join();
 }

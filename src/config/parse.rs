@@ -187,7 +187,7 @@ impl Options {
     /// | `sslCaFile` | PEM file of CA certificates to trust instead of the public roots | path | public roots |
     /// | `sslCert` | PEM client certificate chain (mutual TLS); needs `sslKey` | path | none |
     /// | `sslKey` | PEM private key of `sslCert`; needs `sslCert` | path | none |
-    /// | `sslVerify` | Verify the server certificate (false logs a warning on every connect) | boolean | true |
+    /// | `sslVerify` | Verify the server certificate (false logs a warning, once per client) | boolean | true |
     /// | `connectTimeout` | Time to connect and complete the handshake | ms | 5000 |
     /// | `syncTimeout` | Default time a command waits for its reply | ms | 5000 |
     /// | `keepAlive` | An idle connection is sent a heartbeat `PING` after this | ms | 10000 |

@@ -398,9 +398,10 @@ impl Connection {
         let submitted = {
             let mut q = shared.pending.lock();
             let alone = q.queue.is_empty();
+            // Caller work only: heartbeats and probes never read for themselves.
             pending.lone = alone && caller_work && relaxable;
+            let direct = pending.lone && q.reader_out && !q.direct_active;
             q.queue.push_back(pending);
-            let direct = q.reader_out && !q.direct_active && alone && caller_work && relaxable;
             if direct {
                 q.direct_active = true;
                 q.direct_reads += 1;
@@ -550,8 +551,8 @@ impl Shared {
     /// nothing else is owed: the next request is likely to come alone too, and its
     /// caller then reads its own reply. Two in a row, not one: with many threads a
     /// queue that empties once in a while would otherwise send the thread back and
-    /// forth. Sets the short read timeout direct readers
-    /// need to watch their deadlines; `false` (keep reading) if that fails.
+    /// forth. Sets the short read timeout direct readers need to watch their
+    /// deadlines; `false` (keep reading) if that fails.
     fn stand_down(&self, rs: &mut reader::ReadState) -> bool {
         if !self.direct_ok || rs.lone_streak < LONE_STREAK || !rs.between_frames() {
             return false;

@@ -1,8 +1,10 @@
 //! Building the rustls client configuration from `TlsOptions`.
 //!
 //! Verification is on unless the user turned it off by name (`sslVerify=false`); that
-//! choice is logged as a warning on every connect so it cannot go unnoticed.
+//! choice is logged as a warning, once per client (later connections log it at debug
+//! level), so it cannot go unnoticed nor flood the log on every reconnect.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
@@ -13,7 +15,6 @@ use rustls_pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
 
 use crate::config::TlsOptions;
 use crate::error::{Error, ErrorKind, Result};
-use std::sync::atomic::{AtomicBool, Ordering};
 
 /// A ready TLS configuration and the name to verify and send as SNI.
 pub(crate) struct TlsSetup {
