@@ -1,14 +1,15 @@
-//! `Member`: one deployment in a group, with its name, weight, health state and
-//! measured latency.
+//! `Member`: one deployment in a group, with its name, weight, and what the group
+//! shows of its health and measured latency.
 
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use parking_lot::Mutex;
+use parking_lot::RwLock;
 
-use super::failback::FailbackState;
+use super::core::{Input, MemberView};
 use super::health::{HealthCheck, ProbeResult};
+use super::inbox::{Inbox, Message};
 use crate::client::Client;
 use crate::commands::Database;
 use crate::config::Options;
@@ -27,15 +28,17 @@ pub(crate) struct Inner {
     pub(crate) id: u64,
     spec: Spec,
     name: String,
+    /// The weight as last set (the group's core decides with its own copy).
     weight: AtomicU32,
     pub(crate) health_check: Option<HealthCheck>,
     pub(crate) failback_check: Option<HealthCheck>,
-    pub(crate) failback: FailbackState,
     pub(crate) client: OnceLock<Client>,
     pub(crate) database: OnceLock<Database>,
-    unhealthy: AtomicBool,
-    last_failure: Mutex<Option<Instant>>,
-    latency_ns: AtomicU64,
+    /// Where run-time changes go once the member belongs to a group.
+    pub(crate) inbox: OnceLock<Inbox>,
+    /// What the group's core published about this member (written by the group's
+    /// supervisor only).
+    pub(crate) view: RwLock<MemberView>,
 }
 
 /// One deployment of a group (a region): built from a URL, an option string or
@@ -101,12 +104,10 @@ impl Member {
                 weight: AtomicU32::new(1),
                 health_check: None,
                 failback_check: None,
-                failback: FailbackState::default(),
                 client: OnceLock::new(),
                 database: OnceLock::new(),
-                unhealthy: AtomicBool::new(false),
-                last_failure: Mutex::new(None),
-                latency_ns: AtomicU64::new(0),
+                inbox: OnceLock::new(),
+                view: RwLock::new(MemberView::default()),
             }),
         }
     }
@@ -158,13 +159,13 @@ impl Member {
     /// its failback check, so the group serves from the best live one and leaves it for
     /// an eligible member as soon as one exists.
     pub fn is_provisional(&self) -> bool {
-        self.inner.failback.is_provisional()
+        self.inner.view.read().provisional
     }
 
     /// The latest verdict of its failback check since it last stopped being active or
     /// live (`None`: not asked since, or no failback check).
     pub fn failback_result(&self) -> Option<ProbeResult> {
-        self.inner.failback.result()
+        self.inner.view.read().failback_result
     }
 
     /// The name.
@@ -177,37 +178,43 @@ impl Member {
         self.inner.weight.load(Ordering::Relaxed)
     }
 
-    /// Changes the weight; the group re-selects at its next pass.
+    /// Changes the weight; the group re-selects at once.
     pub fn set_weight(&self, weight: u32) {
         self.inner.weight.store(weight, Ordering::Relaxed);
+        self.tell(Input::Weight {
+            id: self.inner.id,
+            weight,
+        });
     }
 
-    /// Whether its connection is up.
+    /// Whether its connection is up (for a cluster: to every known node).
     pub fn is_connected(&self) -> bool {
         self.inner.client.get().is_some_and(Client::is_connected)
     }
 
-    /// Whether a failed health check or a tripped breaker took it out of rotation.
+    /// Whether a failed health check, a lost connection or a tripped breaker took it
+    /// out of rotation.
     pub fn is_unhealthy(&self) -> bool {
-        self.inner.unhealthy.load(Ordering::Acquire)
+        self.inner.view.read().unhealthy
     }
 
     /// The measured round-trip time (smoothed), once measured.
     pub fn latency(&self) -> Option<Duration> {
-        match self.inner.latency_ns.load(Ordering::Relaxed) {
-            0 => None,
-            ns => Some(Duration::from_nanos(ns)),
-        }
+        self.inner.view.read().latency
     }
 
     /// Puts it back in rotation now, whatever the failback delay.
     pub fn reset_unhealthy(&self) {
-        self.inner.unhealthy.store(false, Ordering::Release);
+        self.tell(Input::ResetUnhealthy(self.inner.id));
     }
 
     /// The member's own client (once it has joined a group).
     pub fn client(&self) -> Option<&Client> {
         self.inner.client.get()
+    }
+
+    pub(crate) fn id(&self) -> u64 {
+        self.inner.id
     }
 
     pub(crate) fn options(&self) -> Result<Options> {
@@ -217,45 +224,11 @@ impl Member {
         }
     }
 
-    /// Flags it unhealthy and records the failure time (every re-mark moves it on).
-    pub(crate) fn mark_unhealthy(&self, now: Instant) -> bool {
-        *self.inner.last_failure.lock() = Some(now);
-        !self.inner.unhealthy.swap(true, Ordering::AcqRel)
-    }
-
-    /// Clears the flag after a passing check, when the last failure is old enough.
-    pub(crate) fn try_clear(&self, now: Instant, failback_delay: Duration) -> bool {
-        if !self.is_unhealthy() {
-            return false;
+    /// Sends a run-time change to the group's core (nothing before it joins one).
+    fn tell(&self, input: Input) {
+        if let Some(inbox) = self.inner.inbox.get() {
+            let _ = inbox.send(Message::Input(input));
         }
-        let last = *self.inner.last_failure.lock();
-        if failback_due(last, now, failback_delay) {
-            self.inner.unhealthy.store(false, Ordering::Release);
-            return true;
-        }
-        false
-    }
-
-    /// Folds one latency sample in (weighted moving average, 1/4 new).
-    pub(crate) fn record_latency(&self, sample: Duration) {
-        let new = u64::try_from(sample.as_nanos()).unwrap_or(u64::MAX).max(1);
-        let old = self.inner.latency_ns.load(Ordering::Relaxed);
-        let value = if old == 0 {
-            new
-        } else {
-            old - old / 4 + new / 4
-        };
-        self.inner.latency_ns.store(value.max(1), Ordering::Relaxed);
-    }
-}
-
-/// Whether a member whose last failure was at `last` may come back at `now`:
-/// inclusive, so a zero delay clears on the same clock tick; a delay too long to add
-/// (`Duration::MAX`) never clears by itself: failback is then manual only.
-pub(crate) fn failback_due(last: Option<Instant>, now: Instant, delay: Duration) -> bool {
-    match last {
-        None => true,
-        Some(t) => t.checked_add(delay).is_some_and(|due| now >= due),
     }
 }
 
@@ -273,42 +246,19 @@ mod tests {
     use super::*;
 
     #[test]
-    fn failback_is_inclusive_and_max_means_manual() {
-        let t0 = Instant::now();
-        assert!(
-            failback_due(Some(t0), t0, Duration::ZERO),
-            "zero delay: same tick"
-        );
-        let d = Duration::from_secs(60);
-        assert!(!failback_due(Some(t0), t0 + d - Duration::from_nanos(1), d));
-        assert!(failback_due(Some(t0), t0 + d, d), "exactly the delay");
-        assert!(!failback_due(
-            Some(t0),
-            t0 + Duration::from_secs(1 << 40),
-            Duration::MAX
-        ));
-        assert!(failback_due(None, t0, Duration::MAX));
-    }
-
-    #[test]
-    fn re_marking_moves_the_failure_time() {
+    fn the_default_name_is_the_endpoint_never_the_secret() {
         let m = Member::new("redis://:secret@h1:6379/0");
         assert_eq!(m.name(), "h1:6379");
-        let t0 = Instant::now();
-        assert!(m.mark_unhealthy(t0));
-        assert!(!m.mark_unhealthy(t0 + Duration::from_secs(50)));
-        let delay = Duration::from_secs(60);
-        assert!(!m.try_clear(t0 + Duration::from_secs(61), delay));
-        assert!(m.try_clear(t0 + Duration::from_secs(110), delay));
-        assert!(!m.is_unhealthy());
+        let m = Member::new("password=secret,h2:6380");
+        assert_eq!(m.name(), "h2:6380");
     }
 
     #[test]
-    fn latency_is_smoothed() {
-        let m = Member::new("h:1");
+    fn weight_changes_before_joining_are_kept() {
+        let m = Member::new("h:1").with_weight(4);
+        m.set_weight(9);
+        assert_eq!(m.weight(), 9);
         assert_eq!(m.latency(), None);
-        m.record_latency(Duration::from_millis(100));
-        m.record_latency(Duration::from_millis(20));
-        assert_eq!(m.latency(), Some(Duration::from_millis(80)));
+        assert!(!m.is_unhealthy());
     }
 }

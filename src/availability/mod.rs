@@ -6,25 +6,29 @@
 //! one member's probe, or let a slow event consumer delay selection.
 
 mod breaker;
+mod checks;
+mod core;
 mod events;
-mod failback;
 mod fault;
 mod group;
 mod health;
+mod inbox;
 pub mod lag_aware;
 mod member;
+mod options;
 mod probes;
 mod pubsub;
 mod retry;
 mod router;
-mod selection;
+mod shared;
 mod status;
 mod supervisor;
 
 pub use breaker::{Accumulator, BreakerPolicy, CircuitBreaker, CircuitBreakerBuilder};
 pub use events::{ChangeReason, GroupEvent};
 pub use fault::FaultContext;
-pub use group::{Group, GroupOptions};
+pub use group::Group;
+pub use options::GroupOptions;
 pub use health::{
     AllSuccess, AnySuccess, HealthCheck, MajoritySuccess, Probe, ProbeCounts, ProbePolicy,
     ProbeResult, ProbeScope,
@@ -35,6 +39,6 @@ pub use lag_aware::{
 };
 pub use member::Member;
 pub use probes::{IsConnected, Ping, ProbeTarget, StringSet};
-pub use pubsub::{GroupSubscriber, GroupSubscription};
+pub use pubsub::{GroupCallbackSubscription, GroupSubscriber, GroupSubscription};
 pub use retry::{RetryDecision, RetryPolicy};
 pub use status::{GroupStatus, MemberStatus};

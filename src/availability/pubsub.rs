@@ -1,26 +1,34 @@
-//! Pub/sub across a group: every subscription is made on every member (so it is in
-//! place before traffic moves), only messages from the active member are delivered,
-//! and publishing goes to the active member. Seen from the caller it is pub/sub with
-//! the active member alone, through failovers.
+//! Pub/sub across a group: every subscription is made on every member (members added
+//! later included, so it is in place before traffic moves), only messages from the
+//! active member are delivered, and publishing goes to the active member. Seen from
+//! the caller it is pub/sub with the active member alone, through failovers.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use crossbeam_channel::Select;
+use crossbeam_channel::{bounded, Receiver, Select, Sender};
+use parking_lot::Mutex;
 
-use super::group::Handle;
+use super::member::Member;
+use super::shared::{Handle, MemberFollower};
 use crate::commands::{Cmd, Database, RetryCategory};
 use crate::error::{Error, ErrorKind, Result};
 use crate::pubsub::{Message, MessageKind, Subscription};
 
-/// Subscribes and publishes through a group (see [`super::Group::subscriber`]).
-///
-/// Members added after a subscription was made do not carry it; subscribe again
-/// after adding members.
+/// Subscribes and publishes through a group (see [`super::Group::subscriber`]): the
+/// same calls as [`crate::pubsub::Subscriber`].
 #[derive(Clone)]
 pub struct GroupSubscriber {
     handle: Arc<Handle>,
     db: Database,
+}
+
+impl std::fmt::Debug for GroupSubscriber {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GroupSubscriber").finish_non_exhaustive()
+    }
 }
 
 impl GroupSubscriber {
@@ -43,6 +51,38 @@ impl GroupSubscriber {
         self.add(MessageKind::Sharded, channel.as_ref())
     }
 
+    /// Subscribes with a callback run for every message from the active member, on a
+    /// dedicated thread. Dropping the guard unsubscribes and ends it (so does closing
+    /// the group).
+    pub fn subscribe_with<F>(
+        &self,
+        kind: MessageKind,
+        name: impl AsRef<[u8]>,
+        callback: F,
+    ) -> Result<GroupCallbackSubscription>
+    where
+        F: FnMut(Message) + Send + 'static,
+    {
+        let sub = self.add(kind, name.as_ref())?;
+        let parts = sub.parts.clone();
+        let mut callback = callback;
+        let thread = std::thread::Builder::new()
+            .name(format!(
+                "rr-group-pubsub-cb {}",
+                String::from_utf8_lossy(name.as_ref())
+            ))
+            .spawn(move || {
+                while let Ok(msg) = sub.recv() {
+                    callback(msg);
+                }
+            })
+            .map_err(|e| Error::new(ErrorKind::Io, format!("cannot start a thread: {e}")))?;
+        Ok(GroupCallbackSubscription {
+            parts,
+            thread: Some(thread),
+        })
+    }
+
     /// `PUBLISH` to the active member.
     pub fn publish(&self, channel: impl AsRef<[u8]>, payload: impl AsRef<[u8]>) -> Result<i64> {
         let cmd = Cmd::typed("PUBLISH", RetryCategory::WriteAccumulating)
@@ -61,19 +101,29 @@ impl GroupSubscriber {
 
     fn add(&self, kind: MessageKind, name: &[u8]) -> Result<GroupSubscription> {
         let group = &self.handle.0;
+        let (changed_tx, changed_rx) = bounded(1);
+        let parts = Arc::new(Parts {
+            kind,
+            name: name.to_vec(),
+            parts: Mutex::new(Vec::new()),
+            changed_tx,
+            changed_rx,
+            ended: AtomicBool::new(false),
+        });
+        // Following first: a member added meanwhile is subscribed once, not missed.
+        let follower: Arc<dyn MemberFollower> = parts.clone();
+        group.follow(Arc::downgrade(&follower));
         let active = group.active();
-        let mut parts = Vec::new();
-        for member in group.members.read().iter() {
+        for member in group.members.read().clone() {
             let Some(client) = member.client() else {
                 continue;
             };
-            let sub = client.subscriber();
-            let part = if active.as_ref() == Some(member) {
-                sub.add(kind, name)?
+            let part = if active.as_ref() == Some(&member) {
+                client.subscriber().add(kind, name)?
             } else {
-                sub.add_unconfirmed(kind, name)
+                client.subscriber().add_unconfirmed(kind, name)
             };
-            parts.push((member.inner.id, part));
+            parts.insert(member.id(), part);
         }
         Ok(GroupSubscription {
             handle: self.handle.clone(),
@@ -82,48 +132,184 @@ impl GroupSubscriber {
     }
 }
 
+/// One group subscription's per-member subscriptions, kept in step with the members.
+struct Parts {
+    kind: MessageKind,
+    name: Vec<u8>,
+    parts: Mutex<Vec<(u64, Subscription)>>,
+    /// Wakes a receiver waiting on the old set of members.
+    changed_tx: Sender<()>,
+    changed_rx: Receiver<()>,
+    /// Unsubscribed (a callback guard dropped) or the group closed.
+    ended: AtomicBool,
+}
+
+impl Parts {
+    fn insert(&self, id: u64, part: Subscription) {
+        let mut parts = self.parts.lock();
+        if !parts.iter().any(|(m, _)| *m == id) {
+            parts.push((id, part));
+        }
+        drop(parts);
+        let _ = self.changed_tx.try_send(());
+    }
+
+    fn end(&self) {
+        self.ended.store(true, Ordering::Release);
+        self.parts.lock().clear();
+        let _ = self.changed_tx.try_send(());
+    }
+}
+
+impl MemberFollower for Parts {
+    fn member_added(&self, member: &Member) {
+        if self.ended.load(Ordering::Acquire) {
+            return;
+        }
+        if let Some(client) = member.client() {
+            let part = client.subscriber().add_unconfirmed(self.kind, &self.name);
+            self.insert(member.id(), part);
+        }
+    }
+
+    fn member_removed(&self, id: u64) {
+        self.parts.lock().retain(|(m, _)| *m != id);
+        let _ = self.changed_tx.try_send(());
+    }
+
+    fn group_closed(&self) {
+        self.end();
+    }
+}
+
 /// A subscription on every member, delivering the active member's messages only.
 pub struct GroupSubscription {
     handle: Arc<Handle>,
-    parts: Vec<(u64, Subscription)>,
+    parts: Arc<Parts>,
+}
+
+impl std::fmt::Debug for GroupSubscription {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GroupSubscription")
+            .field("kind", &self.parts.kind)
+            .field("name", &String::from_utf8_lossy(&self.parts.name))
+            .finish()
+    }
 }
 
 impl GroupSubscription {
+    /// Waits for the next message from the active member; an error once the group is
+    /// closed.
+    pub fn recv(&self) -> Result<Message> {
+        self.next(None)
+    }
+
     /// Waits up to `timeout` for the next message from the active member; messages
     /// from other members are dropped as they are met.
     pub fn recv_timeout(&self, timeout: Duration) -> Result<Message> {
-        let deadline = crate::connection::deadline_after(Instant::now(), timeout);
-        loop {
-            let mut select = Select::new();
-            for (_, part) in &self.parts {
-                select.recv(part.receiver());
-            }
-            let op = match select.select_deadline(deadline) {
-                Ok(op) => op,
-                Err(_) => {
-                    return Err(Error::new(
-                        ErrorKind::Timeout,
-                        "no message within the timeout",
-                    ))
-                }
-            };
-            let index = op.index();
-            let Some((member, part)) = self.parts.get(index) else {
-                return Err(Error::new(ErrorKind::Closed, "the subscription has ended"));
-            };
-            let message = op
-                .recv(part.receiver())
-                .map_err(|_| Error::new(ErrorKind::Closed, "the subscription has ended"))?;
-            // Decided by who was active when the message arrived, not when it is read:
-            // a message from a then-passive member must not surface after a failover.
-            if self.handle.0.was_active(*member, message.received_at) {
-                return Ok(message);
-            }
-        }
+        self.next(Some(crate::connection::deadline_after(Instant::now(), timeout)))
     }
 
     /// The next message from the active member, if one is queued.
     pub fn try_recv(&self) -> Option<Message> {
         self.recv_timeout(Duration::ZERO).ok()
+    }
+
+    /// Messages as they come; ends when the group closes.
+    pub fn iter(&self) -> impl Iterator<Item = Message> + '_ {
+        std::iter::from_fn(move || self.recv().ok())
+    }
+
+    /// Messages dropped because a member's queue for this subscription was full.
+    pub fn dropped(&self) -> u64 {
+        self.parts.parts.lock().iter().map(|(_, p)| p.dropped()).sum()
+    }
+
+    /// What this subscription is to.
+    pub fn kind(&self) -> MessageKind {
+        self.parts.kind
+    }
+
+    /// Unsubscribes on every member now (the same as dropping it).
+    pub fn unsubscribe(self) {}
+
+    fn next(&self, deadline: Option<Instant>) -> Result<Message> {
+        let group = &self.handle.0;
+        loop {
+            if self.parts.ended.load(Ordering::Acquire) || group.is_closed() {
+                return Err(Error::new(ErrorKind::Closed, "the subscription has ended"));
+            }
+            // Receivers of the members now; a change of members wakes the select.
+            let receivers: Vec<(u64, Receiver<Message>)> = self
+                .parts
+                .parts
+                .lock()
+                .iter()
+                .map(|(id, p)| (*id, p.receiver().clone()))
+                .collect();
+            let mut select = Select::new();
+            for (_, rx) in &receivers {
+                select.recv(rx);
+            }
+            let changed = select.recv(&self.parts.changed_rx);
+            let op = match deadline {
+                Some(d) => select.select_deadline(d).map_err(|_| {
+                    Error::new(ErrorKind::Timeout, "no message within the timeout")
+                })?,
+                None => select.select(),
+            };
+            let index = op.index();
+            if index == changed {
+                let _ = op.recv(&self.parts.changed_rx);
+                continue;
+            }
+            let Some((member, rx)) = receivers.get(index) else {
+                continue;
+            };
+            let Ok(message) = op.recv(rx) else {
+                // That member's subscription ended (its client closed): stop waiting on it.
+                let gone = *member;
+                self.parts.parts.lock().retain(|(m, _)| *m != gone);
+                continue;
+            };
+            // Decided by who was active when the message arrived, not when it is read:
+            // a message from a then-passive member must not surface after a failover.
+            if group.was_active(*member, message.received_at) {
+                return Ok(message);
+            }
+        }
+    }
+}
+
+/// A group subscription whose messages go to a callback on its own thread (see
+/// [`GroupSubscriber::subscribe_with`]). Dropping it unsubscribes and ends the thread.
+pub struct GroupCallbackSubscription {
+    parts: Arc<Parts>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl std::fmt::Debug for GroupCallbackSubscription {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GroupCallbackSubscription")
+            .field("kind", &self.parts.kind)
+            .finish_non_exhaustive()
+    }
+}
+
+impl GroupCallbackSubscription {
+    /// Messages dropped because a member's queue for this subscription was full.
+    pub fn dropped(&self) -> u64 {
+        self.parts.parts.lock().iter().map(|(_, p)| p.dropped()).sum()
+    }
+}
+
+impl Drop for GroupCallbackSubscription {
+    fn drop(&mut self) {
+        self.parts.end();
+        if let Some(t) = self.thread.take() {
+            if t.thread().id() != std::thread::current().id() {
+                let _ = t.join();
+            }
+        }
     }
 }

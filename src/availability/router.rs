@@ -8,8 +8,8 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::group::Handle;
 use super::member::Member;
+use super::shared::Handle;
 use crate::commands::{Cmd, Router};
 use crate::connection::deadline_after;
 use crate::error::{Error, ErrorKind, Result};
@@ -32,11 +32,7 @@ impl GroupRouter {
     }
 
     fn unavailable(&self) -> Error {
-        let closed = self
-            .handle
-            .0
-            .closed
-            .load(std::sync::atomic::Ordering::Acquire);
+        let closed = self.handle.0.is_closed();
         Error::new(
             if closed {
                 ErrorKind::Closed
@@ -78,8 +74,7 @@ impl GroupRouter {
             let deadline = *deadline.get_or_insert_with(|| {
                 deadline_after(Instant::now(), timeout.unwrap_or(Duration::from_secs(5)))
             });
-            if group.closed.load(std::sync::atomic::Ordering::Acquire)
-                || !group.wait_changed(seen, deadline)
+            if group.is_closed() || !group.wait_changed(seen, deadline)
             {
                 return Err(error);
             }
@@ -96,7 +91,12 @@ impl Router for GroupRouter {
         self.handle
             .0
             .active()
-            .map(|m| (m.inner.id, m.name().to_string()))
+            .map(|m| (m.id(), m.name().to_string()))
+    }
+
+    fn member_router(&self, id: u64) -> Option<Arc<dyn Router>> {
+        let m = self.handle.0.member(id)?;
+        Some(m.inner.database.get()?.router().clone())
     }
 
     fn send_many(

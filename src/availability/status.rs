@@ -8,12 +8,12 @@
 use std::fmt;
 use std::time::Duration;
 
-use super::group::Group;
 use super::health::ProbeResult;
+use super::member::Member;
 use crate::client::status::{write_table, yes_no};
 use crate::client::ClientStatus;
 
-/// A snapshot of a [`Group`]: every member, which one is active, and each member's
+/// A snapshot of a [`Group`](super::Group): every member, which one is active, and each member's
 /// client. `Display` writes one row per member, the active one marked `*`:
 ///
 /// ```text
@@ -81,16 +81,14 @@ pub struct MemberStatus {
 }
 
 impl GroupStatus {
-    /// Takes the snapshot (see [`Group::status`]).
-    pub(crate) fn of(group: &Group) -> GroupStatus {
-        let active = group.active();
-        let members = group
-            .members()
+    /// Takes the snapshot (see [`Group::status`](super::Group::status)).
+    pub(crate) fn of(members: &[Member], active: Option<&Member>) -> GroupStatus {
+        let members = members
             .iter()
             .map(|m| MemberStatus {
                 name: m.name().to_string(),
                 weight: m.weight(),
-                active: active.as_ref() == Some(m),
+                active: active == Some(m),
                 connected: m.is_connected(),
                 unhealthy: m.is_unhealthy(),
                 provisional: m.is_provisional(),

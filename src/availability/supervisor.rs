@@ -1,185 +1,213 @@
-//! The group supervisor: the one thread that runs a group's timed work: every member
-//! client's heartbeats and reconnects, health checks, latency samples, and
-//! re-selection when anything changes.
+//! The group supervisor: the one thread that owns the group's decision core. It feeds
+//! the core what members report (connections, check verdicts, breaker trips, stalls,
+//! the user's overrides and weights), publishes what it decided (the active member,
+//! each member's view), announces events, and starts checks on probe threads.
 //!
-//! Probes run on short-lived probe threads, one check per member at a time, so a
-//! slow or hung member never delays another member's checks, and never a caller.
+//! It never dials, resolves, probes or waits on a member: each member client has its
+//! own supervisor for its connections, and checks run on their own threads, so one
+//! hung member never delays another member's failover.
 
-use std::collections::HashMap;
 use std::sync::Weak;
 use std::time::{Duration, Instant};
 
-use crossbeam_channel::{bounded, Receiver, RecvTimeoutError};
+use crossbeam_channel::{Receiver, RecvTimeoutError};
 
-use super::events::ChangeReason;
-use super::failback;
-use super::group::GroupInner;
-use super::health::{HealthCheck, ProbeResult};
+use super::checks;
+use super::core::{Action, Announcement, Core, Input, MemberId, Step};
+use super::events::GroupEvent;
+use super::inbox::Message;
 use super::member::Member;
-use super::probes::{run_check, ProbeTarget};
-use crate::client::supervisor::{handle_wake, next_wait, tick, Heartbeats, Wake};
-use crate::commands::{Cmd, RetryCategory};
+use super::shared::GroupShared;
+use crate::client::MemberSignal;
 
-/// What one finished check reports.
-struct CheckReport {
-    result: ProbeResult,
-    latency: Option<Duration>,
-}
+/// How often members' connections and stalls are looked at when nothing reports.
+const POLL: Duration = Duration::from_millis(100);
 
-#[derive(Default)]
-struct MemberState {
-    heartbeats: Heartbeats,
-    next_check: Option<Instant>,
-    running: Option<Receiver<CheckReport>>,
-    connected: bool,
-    failback: failback::Runner,
-}
-
-pub(crate) fn run(group: Weak<GroupInner>, wake: Receiver<Wake>) {
-    let mut states: HashMap<u64, MemberState> = HashMap::new();
+pub(crate) fn run(shared: Weak<GroupShared>, inbox: Receiver<Message>, mut core: Core) {
+    let mut last_poll = Instant::now();
     loop {
-        let wait = {
-            let Some(group) = group.upgrade() else { return };
-            if group.closed.load(std::sync::atomic::Ordering::Acquire) {
-                return;
-            }
-            pass(&group, &mut states)
+        let Some(group) = shared.upgrade() else { return };
+        if group.is_closed() {
+            return;
+        }
+        let now = group.options.clock.now();
+        let mut wait = POLL.saturating_sub(last_poll.elapsed());
+        if let Some(due) = core.next_due() {
+            wait = wait.min(due.saturating_duration_since(now));
+        }
+        drop(group);
+        let message = match inbox.recv_timeout(wait) {
+            Ok(Message::Shutdown) | Err(RecvTimeoutError::Disconnected) => return,
+            Ok(m) => Some(m),
+            Err(RecvTimeoutError::Timeout) => None,
         };
-        match wake.recv_timeout(wait) {
-            Ok(Wake::Shutdown) | Err(RecvTimeoutError::Disconnected) => return,
-            Ok(w) => {
-                let Some(group) = group.upgrade() else { return };
-                for m in group.members.read().iter() {
-                    if let Some(c) = m.client() {
-                        handle_wake(c.deployment(), &w);
-                    }
+        let Some(group) = shared.upgrade() else { return };
+        if let Some(message) = message {
+            handle(&group, &mut core, message);
+        }
+        // Polled even when messages keep coming, so a stall is never starved.
+        if last_poll.elapsed() >= POLL || core.next_due().is_some_and(|d| d <= group.options.clock.now()) {
+            last_poll = Instant::now();
+            poll(&group, &mut core);
+        }
+    }
+}
+
+fn handle(group: &GroupShared, core: &mut Core, message: Message) {
+    match message {
+        Message::Input(input) => {
+            feed(group, core, input);
+        }
+        Message::Ask(input, reply) => {
+            let accepted = feed(group, core, input);
+            let _ = reply.send(accepted);
+        }
+        Message::Signal(id, MemberSignal::BreakerTripped) => {
+            feed(group, core, Input::BreakerTripped(id));
+        }
+        Message::Signal(id, _) => {
+            // Read now, not taken from the signal: a cluster member is up only when
+            // every node is, and a connection replaced on purpose leaves it up.
+            let up = group
+                .member(id)
+                .is_some_and(|m| m.client().is_some_and(|c| c.is_connected()));
+            feed(group, core, Input::Connection { id, up });
+        }
+        Message::Shutdown => {}
+    }
+}
+
+/// Looks at every member: connection changes no signal reported, stalled calls; and
+/// lets time-driven work run.
+fn poll(group: &GroupShared, core: &mut Core) {
+    let members = group.members.read().clone();
+    for m in &members {
+        let Some(client) = m.client() else { continue };
+        let up = client.is_connected();
+        // Not while a first attempt is under way (its own report settles it).
+        if core
+            .view(m.id())
+            .is_some_and(|v| (v.settled || up) && v.connected != up)
+        {
+            feed(group, core, Input::Connection { id: m.id(), up });
+        }
+        let stalled = client.stalled_for();
+        if stalled >= group.options.stall_threshold {
+            feed(group, core, Input::Stalled { id: m.id(), stalled });
+        }
+    }
+    feed(group, core, Input::Tick);
+}
+
+/// Gives the core one input and carries out the step; returns whether it was accepted.
+fn feed(group: &GroupShared, core: &mut Core, input: Input) -> bool {
+    let now = group.options.clock.now();
+    let step = core.handle(now, input);
+    apply(group, core, &step);
+    step.accepted
+}
+
+fn apply(group: &GroupShared, core: &Core, step: &Step) {
+    let members = group.members.read().clone();
+    // Published first, so what events announce is already what callers see.
+    let mut connections_changed = false;
+    for m in &members {
+        if let Some(view) = core.view(m.id()) {
+            let mut published = m.inner.view.write();
+            connections_changed |= published.connected != view.connected;
+            *published = view;
+        }
+    }
+    let active = group.active().map(|m| m.id());
+    if active != core.active() {
+        let next = core
+            .active()
+            .and_then(|id| members.iter().find(|m| m.id() == id).cloned());
+        group.set_active(next);
+    }
+    if active != core.active() || connections_changed {
+        group.bump();
+    }
+    for action in &step.actions {
+        match action {
+            Action::Announce(a) => announce(group, &members, *a),
+            Action::StartCheck { id, kind } => {
+                if let Some(m) = find(&members, *id) {
+                    checks::start(&group.options, m, *kind, group.inbox.clone());
                 }
             }
-            Err(RecvTimeoutError::Timeout) => {}
+            Action::AbandonStalled(id) => {
+                if let Some(client) = find(&members, *id).and_then(Member::client) {
+                    client.abandon_stalled(group.options.stall_threshold);
+                }
+            }
         }
     }
 }
 
-/// One pass over every member; returns how long to wait before the next.
-fn pass(group: &GroupInner, states: &mut HashMap<u64, MemberState>) -> Duration {
-    let members = group.members.read().clone();
-    states.retain(|id, _| members.iter().any(|m| m.inner.id == *id));
-    let mut wait = Duration::from_millis(250);
-    let mut reason = None;
-    let now = group.options.clock.now();
-    for member in &members {
-        let Some(client) = member.client() else {
-            continue;
-        };
-        let state = states.entry(member.inner.id).or_default();
-        tick(client.deployment(), &mut state.heartbeats);
-        wait = wait.min(next_wait(client.deployment()));
-        let connected = member.is_connected();
-        if connected != state.connected {
-            state.connected = connected;
-            group.bump();
-            let was_active = group.active().as_ref() == Some(member);
-            if !connected {
-                // Losing the connection is a failure: it starts the failback delay, so
-                // a member that keeps dropping does not get traffic back at every
-                // reconnect.
-                group.member_failed(member, ChangeReason::HealthCheck);
-            }
-            if !connected && was_active {
-                reason = Some(ChangeReason::HealthCheck);
-            } else if reason.is_none() {
-                reason = Some(ChangeReason::Failback);
-            }
-        }
-        collect(group, member, state);
-        let check = member
-            .inner
-            .health_check
-            .clone()
-            .unwrap_or_else(|| group.options.health_check.clone());
-        if state.running.is_none() && state.next_check.is_none_or(|at| now >= at) {
-            state.next_check = crate::connection::deadline_after(now, check.interval).into();
-            state.running = start_check(member, check);
-        }
-        if let Some(at) = state.next_check {
-            wait = wait.min(
-                at.saturating_duration_since(now)
-                    .max(Duration::from_millis(1)),
+fn find(members: &[Member], id: MemberId) -> Option<&Member> {
+    members.iter().find(|m| m.id() == id)
+}
+
+fn announce(group: &GroupShared, members: &[Member], a: Announcement) {
+    let name = |id: Option<MemberId>| {
+        id.and_then(|id| find(members, id))
+            .map_or("none", |m| m.name())
+            .to_string()
+    };
+    let event = match a {
+        Announcement::ActiveChanged {
+            previous,
+            current,
+            reason,
+        } => {
+            log::info!(
+                "active member: {} -> {} ({reason:?})",
+                name(previous),
+                name(current)
             );
-        }
-        let (changed, next) = failback::step(group, member, &mut state.failback, now);
-        if changed && reason != Some(ChangeReason::HealthCheck) {
-            // A failback verdict is a more specific cause than a member (re)connecting
-            // in the same pass; losing the active member stays the headline.
-            reason = Some(ChangeReason::FailbackCheck);
-        }
-        if let Some(next) = next {
-            wait = wait.min(next.max(Duration::from_millis(1)));
-        }
-    }
-    group.reselect(reason.unwrap_or(ChangeReason::Rebalance));
-    wait
-}
-
-/// Applies a finished check's verdict.
-fn collect(group: &GroupInner, member: &Member, state: &mut MemberState) {
-    let Some(rx) = &state.running else { return };
-    match rx.try_recv() {
-        Ok(report) => {
-            state.running = None;
-            if let Some(l) = report.latency {
-                member.record_latency(l);
-            }
-            match report.result {
-                ProbeResult::Unhealthy => group.member_failed(member, ChangeReason::HealthCheck),
-                ProbeResult::Healthy => group.member_passed(member),
-                ProbeResult::Inconclusive => {}
+            GroupEvent::ActiveChanged {
+                previous: previous.and_then(|id| find(members, id)).cloned(),
+                current: current.and_then(|id| find(members, id)).cloned(),
+                reason,
             }
         }
-        Err(crossbeam_channel::TryRecvError::Empty) => {}
-        Err(crossbeam_channel::TryRecvError::Disconnected) => state.running = None,
-    }
+        Announcement::HealthChanged { id, healthy } => {
+            let Some(m) = find(members, id) else { return };
+            if healthy {
+                log::info!("member {} is healthy again", m.name());
+            } else {
+                log::warn!("member {} is unhealthy", m.name());
+            }
+            GroupEvent::MemberHealthChanged {
+                member: m.clone(),
+                healthy,
+            }
+        }
+        Announcement::FailbackChanged { id, result } => {
+            let Some(m) = find(members, id) else { return };
+            log::info!("member {}: failback check {result:?}", m.name());
+            GroupEvent::FailbackCheckChanged {
+                member: m.clone(),
+                result,
+            }
+        }
+        Announcement::ProvisionalChanged { id, provisional } => {
+            let Some(m) = find(members, id) else { return };
+            if provisional {
+                log::warn!(
+                    "no live member passes its failback check: {} serves provisionally",
+                    m.name()
+                );
+            } else {
+                log::info!("{} is no longer provisional", m.name());
+            }
+            GroupEvent::ProvisionalChanged {
+                member: m.clone(),
+                provisional,
+            }
+        }
+    };
+    group.events.publish(event);
 }
 
-/// Runs one check on a probe thread; its report comes back on the returned channel.
-fn start_check(member: &Member, check: HealthCheck) -> Option<Receiver<CheckReport>> {
-    let client = member.client()?.clone();
-    let name = member.name().to_string();
-    let (tx, rx) = bounded(1);
-    let spawned = std::thread::Builder::new()
-        .name(format!("rr-probe {name}"))
-        .spawn(move || {
-            let deployment = client.deployment().clone();
-            let Some(node) = deployment.primary() else {
-                return;
-            };
-            let target = ProbeTarget {
-                member: &name,
-                node,
-                deployment: deployment.clone(),
-            };
-            let Some(result) = run_check(&check, &name, &deployment) else {
-                return;
-            };
-            // A latency sample (one PING, timed) only from a member that answers, so a
-            // silent member's verdict is not held back by another probe timeout.
-            let latency = (result == ProbeResult::Healthy)
-                .then(|| {
-                    let started = Instant::now();
-                    let ping = Cmd::typed("PING", RetryCategory::Always);
-                    target
-                        .command::<String>(&ping, check.probe_timeout)
-                        .ok()
-                        .map(|_| started.elapsed())
-                })
-                .flatten();
-            let _ = tx.send(CheckReport { result, latency });
-        });
-    match spawned {
-        Ok(_) => Some(rx),
-        Err(e) => {
-            log::warn!("cannot start a probe thread: {e}");
-            None
-        }
-    }
-}

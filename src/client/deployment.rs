@@ -12,6 +12,7 @@ use super::events::{ClientEvent, EventBus};
 use super::handoff::NodeHandoff;
 use super::node::Node;
 use super::supervisor::Wake;
+use super::{MemberSignal, Notify};
 use crate::availability::BreakerPolicy;
 use crate::clock;
 use crate::config::{Endpoint, Options};
@@ -34,8 +35,9 @@ pub(crate) struct Deployment {
     closed: AtomicBool,
     /// Set by a group: the breaker for every interactive connection.
     pub(crate) breaker: Option<Arc<dyn BreakerPolicy>>,
-    /// Set by a group: told at once when a breaker trips on one of our connections.
-    pub(crate) on_breaker_trip: Option<Arc<dyn Fn() + Send + Sync>>,
+    /// Set by a group: told at once when an interactive connection fails or comes up,
+    /// or a breaker trips on one.
+    pub(crate) notify: Option<Notify>,
     /// Raises each maintenance event once although every node sends its own copy.
     maint_ring: Arc<EventRing>,
     /// Whether `sslVerify=false` has been warned about (once per client).
@@ -54,9 +56,16 @@ impl Deployment {
             mode_known: AtomicBool::new(false),
             closed: AtomicBool::new(false),
             breaker: None,
-            on_breaker_trip: None,
+            notify: None,
             maint_ring: Arc::new(EventRing::new()),
             tls_unverified_warned: Arc::new(AtomicBool::new(false)),
+        }
+    }
+
+    /// Tells a group how the interactive connections fare (nothing outside a group).
+    pub(crate) fn signal(&self, signal: MemberSignal) {
+        if let Some(notify) = &self.notify {
+            notify(signal);
         }
     }
 
@@ -148,11 +157,9 @@ impl Deployment {
             )?)),
             None => None,
         };
-        let on_failure = failure_handler(
-            self.events.clone(),
-            self.wake.clone(),
-            self.on_breaker_trip.clone(),
-        );
+        let on_failure = failure_handler(self.events.clone(), self.wake.clone(), None);
+        let on_interactive_failure =
+            failure_handler(self.events.clone(), self.wake.clone(), self.notify.clone());
         // Shared by every connection to this server, across reconnects: a window opened
         // before a reconnect still covers the commands waiting for it.
         let timeouts = Arc::new(ServerTimeouts::new(clock::system()));
@@ -171,7 +178,7 @@ impl Deployment {
             tls,
             timeouts,
             on_push: Some(interactive_push_handler(dispatch())),
-            on_failure: Some(on_failure.clone()),
+            on_failure: Some(on_interactive_failure),
             role: "",
             subscriber: false,
             // Replicas only serve reads after READONLY; harmless on a master.
@@ -208,17 +215,19 @@ impl Deployment {
 
 type FailureHook = Arc<dyn Fn(&ConnectionInfo, FailureKind, &Error) + Send + Sync>;
 
-/// Publishes the failure and wakes the supervisor to reconnect.
+/// Publishes the failure, tells a group (for an interactive connection), and wakes
+/// the supervisor to reconnect.
 fn failure_handler(
     events: Arc<EventBus<ClientEvent>>,
     wake: Sender<Wake>,
-    on_breaker_trip: Option<Arc<dyn Fn() + Send + Sync>>,
+    notify: Option<Notify>,
 ) -> FailureHook {
     Arc::new(move |info: &ConnectionInfo, kind: FailureKind, e: &Error| {
-        if kind == FailureKind::CircuitBreaker {
-            if let Some(trip) = &on_breaker_trip {
-                trip();
+        if let Some(notify) = &notify {
+            if kind == FailureKind::CircuitBreaker {
+                notify(MemberSignal::BreakerTripped);
             }
+            notify(MemberSignal::Lost);
         }
         if kind != FailureKind::ClosedByClient {
             events.publish(ClientEvent::ConnectionFailed {

@@ -152,9 +152,9 @@ impl Client {
         Client::connect_with(options.into_options()?, None)
     }
 
-    /// A group member's client: it never fails to be created for a down server, it
-    /// has no supervisor thread of its own (the group's runs its timed work), and its
-    /// connections carry the group's circuit breaker.
+    /// A group member's client: created at once without dialing (its own supervisor
+    /// thread connects it, so a member that hangs delays nobody), it tells the group
+    /// how its connections fare, and they carry the group's circuit breaker.
     pub(crate) fn connect_member(options: Options, setup: MemberSetup) -> Result<Client> {
         let mut options = options;
         options.abort_connect = false;
@@ -172,52 +172,32 @@ impl Client {
             return Err(Error::new(ErrorKind::Config, "no endpoint given"));
         }
         // Bounded: a wake-up that finds the channel full is redundant anyway.
-        let (own_wake_tx, wake_rx) = bounded(64);
-        let wake_tx = member.as_ref().map_or(own_wake_tx, |m| m.wake.clone());
-        let mut deployment = Deployment::new(options.clone(), wake_tx.clone());
-        if let Some(m) = &member {
-            deployment.breaker = m.breaker.clone();
-            deployment.on_breaker_trip = Some(m.on_breaker_trip.clone());
+        let (wake_tx, wake_rx) = bounded(64);
+        let mut deployment = Deployment::new(options.clone(), wake_tx);
+        let in_group = member.is_some();
+        if let Some(m) = member {
+            deployment.breaker = m.breaker;
+            deployment.notify = Some(m.notify);
         }
         let deployment = Arc::new(deployment);
-        let mut last_error = None;
-        for endpoint in &options.endpoints {
-            let node = deployment.make_node(endpoint.clone())?;
-            match Connection::open(&node.interactive.config) {
-                Ok(conn) => {
-                    node.install(conn);
-                    deployment.push(node);
-                    break;
+        if !in_group {
+            connect_first(&deployment)?;
+        }
+        let name = options.endpoints[0].to_string();
+        let sup = deployment.clone();
+        let thread = std::thread::Builder::new()
+            .name(format!("rr-supervisor {name}"))
+            .spawn(move || {
+                if in_group {
+                    // A member dials here, not on the thread that joined it.
+                    if connect_first(&sup).is_err() {
+                        return;
+                    }
                 }
-                Err(e) => last_error = Some(e),
-            }
-        }
-        if deployment.primary().is_none() {
-            let e = last_error
-                .unwrap_or_else(|| Error::new(ErrorKind::Connect, "no endpoint could be reached"));
-            if options.abort_connect {
-                return Err(e);
-            }
-            log::warn!("not connected yet ({e}); retrying in the background");
-            deployment.push(deployment.make_node(options.endpoints[0].clone())?);
-        } else {
-            detect_cluster(&deployment);
-        }
-        let supervisor = if member.is_some() {
-            None
-        } else {
-            let name = deployment
-                .primary()
-                .map_or_else(String::new, |n| n.endpoint.to_string());
-            let sup = deployment.clone();
-            let thread = std::thread::Builder::new()
-                .name(format!("rr-supervisor {name}"))
-                .spawn(move || supervisor::run(sup, wake_rx))
-                .map_err(|e| {
-                    Error::new(ErrorKind::Io, format!("cannot start the supervisor: {e}"))
-                })?;
-            Some(thread)
-        };
+                supervisor::run(sup, wake_rx)
+            })
+            .map_err(|e| Error::new(ErrorKind::Io, format!("cannot start the supervisor: {e}")))?;
+        let supervisor = Some(thread);
         let inner = Arc::new(ClientInner {
             options,
             deployment,
@@ -321,6 +301,42 @@ impl Client {
         &self.handle.inner.deployment
     }
 
+    /// The longest any interactive connection's oldest call in flight has gone
+    /// without a reply byte (zero when nothing is in flight). Cheap: no IO.
+    pub(crate) fn stalled_for(&self) -> std::time::Duration {
+        self.handle
+            .inner
+            .deployment
+            .nodes()
+            .iter()
+            .filter_map(|n| n.current())
+            .map(|c| c.stalled_for())
+            .max()
+            .unwrap_or_default()
+    }
+
+    /// Closes the interactive connections whose calls have gone `threshold` without a
+    /// reply byte (a group found the member hung): their callers get a connection
+    /// failure at once, which a retry policy takes to the member serving now.
+    pub(crate) fn abandon_stalled(&self, threshold: std::time::Duration) {
+        for node in self.handle.inner.deployment.nodes() {
+            if let Some(conn) = node.current().filter(|c| c.stalled_for() >= threshold) {
+                log::warn!(
+                    "{}: no reply for {:?} and a failed health check: closing the connection",
+                    node.endpoint,
+                    conn.stalled_for()
+                );
+                conn.close(crate::error::FailureKind::Timeout);
+            }
+        }
+    }
+
+    /// Starts closing without waiting for the supervisor thread (a group stops every
+    /// member first, then waits for them all, so hung dials overlap).
+    pub(crate) fn stop(&self) {
+        self.handle.inner.stop();
+    }
+
     /// The endpoints of every node known now.
     pub fn nodes(&self) -> Vec<Endpoint> {
         self.handle
@@ -341,11 +357,60 @@ impl Client {
 
 /// What a group hands to its members' clients.
 pub(crate) struct MemberSetup {
-    /// The group supervisor's wake-up channel (shared by all members).
-    pub wake: crossbeam_channel::Sender<Wake>,
     pub breaker: Option<Arc<dyn crate::availability::BreakerPolicy>>,
-    /// Called at once when a breaker trips on one of the member's connections.
-    pub on_breaker_trip: Arc<dyn Fn() + Send + Sync>,
+    /// Told how the member's interactive connections fare (never blocks: it only
+    /// queues a message for the group's supervisor).
+    pub notify: Notify,
+}
+
+/// What a member's client tells its group.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum MemberSignal {
+    /// An interactive connection came up.
+    Connected,
+    /// An interactive connection failed or was closed.
+    Lost,
+    /// A connection attempt failed.
+    DialFailed,
+    /// A circuit breaker tripped on an interactive connection.
+    BreakerTripped,
+}
+
+/// The hook a member's client reports its [`MemberSignal`]s through.
+pub(crate) type Notify = Arc<dyn Fn(MemberSignal) + Send + Sync>;
+
+/// The first connection of a deployment: each endpoint in turn is tried as the seed
+/// (a cluster is recognised from the first that answers). With `abortConnect=false`
+/// (and for group members) a deployment nobody answers for is left to reconnect in the
+/// background from its first endpoint.
+fn connect_first(deployment: &Arc<Deployment>) -> Result<()> {
+    let options = &deployment.options;
+    let mut last_error = None;
+    for endpoint in &options.endpoints {
+        if deployment.is_closed() {
+            return Err(Error::new(ErrorKind::Closed, "the client is closed"));
+        }
+        let node = deployment.make_node(endpoint.clone())?;
+        match Connection::open(&node.interactive.config) {
+            Ok(conn) => {
+                node.install(conn);
+                deployment.push(node);
+                deployment.signal(MemberSignal::Connected);
+                detect_cluster(deployment);
+                return Ok(());
+            }
+            Err(e) => last_error = Some(e),
+        }
+    }
+    let e =
+        last_error.unwrap_or_else(|| Error::new(ErrorKind::Connect, "no endpoint could be reached"));
+    if options.abort_connect {
+        return Err(e);
+    }
+    log::warn!("not connected yet ({e}); retrying in the background");
+    deployment.signal(MemberSignal::DialFailed);
+    deployment.push(deployment.make_node(options.endpoints[0].clone())?);
+    Ok(())
 }
 
 /// Decides once whether the deployment is a cluster, from the first connected node:
@@ -389,7 +454,7 @@ pub(crate) fn detect_cluster(deployment: &Deployment) {
 }
 
 impl ClientInner {
-    fn shutdown(&self) {
+    fn stop(&self) {
         if self.closed.swap(true, Ordering::AcqRel) {
             return;
         }
@@ -398,6 +463,10 @@ impl ClientInner {
         for node in self.deployment.nodes() {
             node.close();
         }
+    }
+
+    fn shutdown(&self) {
+        self.stop();
         let supervisor = self.supervisor.lock().take();
         if let Some(t) = supervisor {
             if t.thread().id() != std::thread::current().id() {

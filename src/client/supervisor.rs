@@ -49,8 +49,8 @@ const DEAD_GRACE: Duration = Duration::from_millis(500);
 #[derive(Default)]
 pub(crate) struct Heartbeats(HashMap<Endpoint, [Option<Arc<Slot>>; 2]>);
 
-/// The supervisor loop of a standalone client (a group runs `tick` for its members
-/// from its own loop instead).
+/// The supervisor loop of a client (a group member's too: each member has its own,
+/// so one member's reconnect never delays another's).
 pub(crate) fn run(deployment: Arc<Deployment>, wake: Receiver<Wake>) {
     let mut heartbeats = Heartbeats::default();
     loop {
@@ -109,15 +109,18 @@ pub(crate) fn tick(deployment: &Deployment, heartbeats: &mut Heartbeats) {
             heartbeats.0.entry(node.endpoint.clone()).or_default();
         match node.current() {
             Some(conn) => watch(node, &node.interactive, &conn, interactive_beat),
-            None => {
-                if let Some(conn) = reconnect_if_due(node, &node.interactive) {
+            None => match reconnect_if_due(node, &node.interactive) {
+                Some(Ok(conn)) => {
                     node.install(conn);
+                    deployment.signal(super::MemberSignal::Connected);
                     super::detect_cluster(deployment);
                     if let Some(state) = deployment.cluster() {
                         state.request_refresh();
                     }
                 }
-            }
+                Some(Err(())) => deployment.signal(super::MemberSignal::DialFailed),
+                None => {}
+            },
         }
         match node.pubsub.current() {
             Some(conn) => watch(node, &node.pubsub, &conn, pubsub_beat),
@@ -131,7 +134,7 @@ pub(crate) fn tick(deployment: &Deployment, heartbeats: &mut Heartbeats) {
                 if node.pubsub.current().is_some() {
                     continue;
                 }
-                if let Some(conn) = reconnect_if_due(node, &node.pubsub) {
+                if let Some(Ok(conn)) = reconnect_if_due(node, &node.pubsub) {
                     node.install_pubsub(conn, deployment.subscriptions_for(node));
                 }
             }
@@ -219,8 +222,9 @@ fn watch(node: &Node, link: &Link, conn: &Connection, heartbeat: &mut Option<Arc
     }
 }
 
-/// Opens a connection for `link` when its back-off allows; the caller installs it.
-fn reconnect_if_due(node: &Node, link: &Link) -> Option<Connection> {
+/// Opens a connection for `link` when its back-off allows (`None`: not yet); the
+/// caller installs it. A failed attempt is published and scheduled again here.
+fn reconnect_if_due(node: &Node, link: &Link) -> Option<Result<Connection, ()>> {
     let now = Instant::now();
     if link.reconnect.lock().next_at.is_some_and(|at| at > now) {
         return None;
@@ -239,7 +243,7 @@ fn reconnect_if_due(node: &Node, link: &Link) -> Option<Connection> {
                     endpoint: node.endpoint.clone(),
                 });
             }
-            Some(conn)
+            Some(Ok(conn))
         }
         Err(error) => {
             let mut st = link.reconnect.lock();
@@ -262,7 +266,7 @@ fn reconnect_if_due(node: &Node, link: &Link) -> Option<Connection> {
                 attempt: st.attempt,
                 error,
             });
-            None
+            Some(Err(()))
         }
     }
 }

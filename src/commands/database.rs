@@ -35,6 +35,12 @@ pub(crate) trait Router: Send + Sync {
     fn active_member(&self) -> Option<(u64, String)> {
         None
     }
+
+    /// The router of one group member, whether it serves or not (a retry decided
+    /// "same server" stays on the member it was made on); `None` outside a group.
+    fn member_router(&self, _id: u64) -> Option<Arc<dyn Router>> {
+        None
+    }
 }
 
 /// A handle for running commands: `Clone + Send + Sync` and cheap to clone.

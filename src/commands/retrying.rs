@@ -6,6 +6,7 @@
 //! one member, a retry waits (up to `failover_delay`) for traffic to move and goes to
 //! the new member.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use super::database::Router;
@@ -26,9 +27,15 @@ pub(crate) fn send(
 ) -> Result<Value> {
     let mut kinds: Vec<ErrorKind> = Vec::new();
     let mut on_this_member = 0;
+    // Set when the decision was "same server": the next attempt goes to the member the
+    // last one was made on, even if the group has failed over meanwhile.
+    let mut pinned: Option<((u64, String), Arc<dyn Router>)> = None;
     for attempt in 1..=policy.max_attempts {
-        let member = router.active_member();
-        let error = match router.send(cmd, timeout) {
+        let (member, target): (Option<(u64, String)>, &dyn Router) = match &pinned {
+            Some((m, r)) => (Some(m.clone()), &**r),
+            None => (router.active_member(), router),
+        };
+        let error = match target.send(cmd, timeout) {
             Ok(reply) => match reply.error_message() {
                 // An error reply is final unless it is transient (LOADING, BUSY, ...).
                 Some(m) if Error::from_server_reply(m).is_transient() => {
@@ -53,6 +60,12 @@ pub(crate) fn send(
         if attempt == policy.max_attempts {
             return Err(exhausted(error, &kinds));
         }
+        pinned = match (&member, decision) {
+            (Some(m), RetryDecision::SameServer) => {
+                router.member_router(m.0).map(|r| (m.clone(), r))
+            }
+            _ => None,
+        };
         let may_fail_over = matches!(
             decision,
             RetryDecision::FailoverServer | RetryDecision::Both

@@ -497,6 +497,18 @@ impl Connection {
         !self.shared.pending.lock().queue.is_empty()
     }
 
+    /// How long the oldest request in flight has gone without a reply byte: the time
+    /// since it was sent or since anything was last read, whichever is later; zero
+    /// when nothing is in flight. A group checks a member out of turn on this.
+    pub(crate) fn stalled_for(&self) -> Duration {
+        let s = &self.shared;
+        let Some(sent) = s.pending.lock().queue.front().map(|p| p.sent_ms) else {
+            return Duration::ZERO;
+        };
+        let since = sent.max(s.last_read_ms.load(Ordering::Relaxed));
+        ms(s.now_ms().saturating_sub(since))
+    }
+
     /// Whether the connection stopped answering: the oldest request's timeout (as it
     /// applies now, relaxed or not; a heartbeat's never relaxed) has passed with
     /// nothing read since it was sent.

@@ -1,0 +1,109 @@
+//! Running checks: each on a short-lived probe thread of its own, under the check's
+//! own timeouts, its verdict sent back to the supervisor's inbox. The supervisor never
+//! waits on one.
+
+use std::time::{Duration, Instant};
+
+use super::core::{CheckKind, Input};
+use super::health::{HealthCheck, ProbeResult};
+use super::inbox::{Inbox, Message};
+use super::member::Member;
+use super::options::GroupOptions;
+use super::probes::{run_check, ProbeTarget};
+use crate::commands::{Cmd, RetryCategory};
+
+/// The health check that applies to `member`: its own, else the group's.
+pub(crate) fn health_check(options: &GroupOptions, member: &Member) -> HealthCheck {
+    member
+        .inner
+        .health_check
+        .clone()
+        .unwrap_or_else(|| options.health_check.clone())
+}
+
+/// The failback check that applies to `member`: its own, else the group's.
+pub(crate) fn failback_check<'a>(
+    options: &'a GroupOptions,
+    member: &'a Member,
+) -> Option<&'a HealthCheck> {
+    member
+        .inner
+        .failback_check
+        .as_ref()
+        .or(options.failback_check.as_ref())
+}
+
+/// Starts one check of `member` on a probe thread. A verdict always comes back (a
+/// member with nothing to probe yet is Inconclusive), so the core never waits for a
+/// check that will not report.
+pub(crate) fn start(options: &GroupOptions, member: &Member, kind: CheckKind, inbox: Inbox) {
+    let (check, label) = match kind {
+        CheckKind::Health => (health_check(options, member), "rr-probe"),
+        CheckKind::Failback { .. } => match failback_check(options, member) {
+            Some(c) => (c.clone(), "rr-failback"),
+            None => return,
+        },
+    };
+    let id = member.id();
+    let client = member.client().cloned();
+    let name = member.name().to_string();
+    let report = inbox.clone();
+    let spawned = std::thread::Builder::new()
+        .name(format!("{label} {name}"))
+        .spawn(move || {
+            let deployment = client.as_ref().map(|c| c.deployment().clone());
+            let result = deployment
+                .as_ref()
+                .and_then(|d| run_check(&check, &name, d))
+                .unwrap_or(ProbeResult::Inconclusive);
+            let input = match kind {
+                CheckKind::Health => Input::Health {
+                    id,
+                    result,
+                    latency: deployment
+                        .filter(|_| result == ProbeResult::Healthy)
+                        .and_then(|d| sample_latency(&name, &d, check.probe_timeout)),
+                },
+                CheckKind::Failback { epoch } => Input::Failback { id, epoch, result },
+            };
+            let _ = report.send(Message::Input(input));
+        });
+    if let Err(e) = spawned {
+        log::warn!("cannot start a probe thread: {e}");
+        // Reported as could-not-tell, so the check can run again.
+        let input = match kind {
+            CheckKind::Health => Input::Health {
+                id,
+                result: ProbeResult::Inconclusive,
+                latency: None,
+            },
+            CheckKind::Failback { epoch } => Input::Failback {
+                id,
+                epoch,
+                result: ProbeResult::Inconclusive,
+            },
+        };
+        let _ = inbox.try_send(Message::Input(input));
+    }
+}
+
+/// One PING, timed: a latency sample taken only from a member that answers, so a
+/// silent member's verdict is not held back by another probe timeout.
+fn sample_latency(
+    name: &str,
+    deployment: &std::sync::Arc<crate::client::Deployment>,
+    timeout: Duration,
+) -> Option<Duration> {
+    let node = deployment.primary()?;
+    let target = ProbeTarget {
+        member: name,
+        node,
+        deployment: deployment.clone(),
+    };
+    let started = Instant::now();
+    let ping = Cmd::typed("PING", RetryCategory::Always);
+    target
+        .command::<String>(&ping, timeout)
+        .ok()
+        .map(|_| started.elapsed())
+}
