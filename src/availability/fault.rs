@@ -9,8 +9,14 @@ use crate::error::{Error, ErrorKind, FailureKind, MaintenanceKind};
 #[derive(Clone, Debug, Default)]
 #[non_exhaustive]
 pub struct FaultContext {
-    /// The error's kind; `None` when the operation succeeded.
+    /// The error's kind; `None` when the operation succeeded. A circuit breaker's
+    /// accumulator sees `None` for an error its `is_failure` does not count either (an
+    /// application error such as WRONGTYPE): that kind is in `application_error`.
     pub error_kind: Option<ErrorKind>,
+    /// An error reply that is the application's, not the connection's (WRONGTYPE, an
+    /// unknown command, a script error): set, with `error_kind` `None`, in what a
+    /// circuit breaker's accumulator observes.
+    pub application_error: Option<ErrorKind>,
     /// The connection failure behind it, if any.
     pub failure_kind: Option<FailureKind>,
     /// Announced maintenance in force when it happened.
@@ -49,9 +55,20 @@ impl FaultContext {
         }
     }
 
+    /// The same outcome seen by a circuit breaker that does not count it: a success
+    /// whose error kind is kept in `application_error`.
+    pub(crate) fn as_application_error(&self) -> FaultContext {
+        FaultContext {
+            error_kind: None,
+            failure_kind: None,
+            application_error: self.error_kind,
+            ..self.clone()
+        }
+    }
+
     /// Whether anything went wrong at all (an application error included).
     pub fn is_fault(&self) -> bool {
-        self.error_kind.is_some()
+        self.error_kind.is_some() || self.application_error.is_some()
     }
 
     /// Whether this is a transient or connection-level fault: what breakers count and

@@ -185,7 +185,9 @@ impl Group {
             return Ok(());
         }
         join(shared, &member)?;
-        shared.events.publish(GroupEvent::MemberAdded(member.clone()));
+        shared
+            .events
+            .publish(GroupEvent::MemberAdded(member.clone()));
         for follower in shared.followers() {
             follower.member_added(&member);
         }

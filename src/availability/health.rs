@@ -54,7 +54,8 @@ pub struct AllSuccess;
 #[derive(Clone, Copy, Debug, Default)]
 pub struct AnySuccess;
 
-/// Healthy when most probes succeeded, unhealthy when most failed.
+/// Healthy when a majority of the probes succeeded, unhealthy when a majority failed,
+/// else Inconclusive.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct MajoritySuccess;
 
@@ -85,17 +86,14 @@ impl ProbePolicy for AnySuccess {
 }
 
 impl ProbePolicy for MajoritySuccess {
+    /// A majority of all the probes (those still to run included) decides, as soon as
+    /// it is reached; without one (1 success and 2 Inconclusive, say) the check is
+    /// Inconclusive, never a pass.
     fn decide(&self, c: ProbeCounts) -> ProbeResult {
         let total = c.success + c.failure + c.inconclusive + c.remaining;
         if c.success * 2 > total {
             ProbeResult::Healthy
         } else if c.failure * 2 > total {
-            ProbeResult::Unhealthy
-        } else if c.remaining > 0 {
-            ProbeResult::Inconclusive
-        } else if c.success > c.failure {
-            ProbeResult::Healthy
-        } else if c.failure > c.success {
             ProbeResult::Unhealthy
         } else {
             ProbeResult::Inconclusive
@@ -278,6 +276,15 @@ mod tests {
             MajoritySuccess.decide(c(1, 1, 1, 0)),
             ProbeResult::Inconclusive
         );
-        assert_eq!(MajoritySuccess.decide(c(1, 0, 2, 0)), ProbeResult::Healthy);
+        assert_eq!(
+            MajoritySuccess.decide(c(1, 0, 2, 0)),
+            ProbeResult::Inconclusive,
+            "1 success of 3 is no majority"
+        );
+        assert_eq!(MajoritySuccess.decide(c(2, 1, 0, 0)), ProbeResult::Healthy);
+        assert_eq!(
+            MajoritySuccess.decide(c(1, 2, 0, 0)),
+            ProbeResult::Unhealthy
+        );
     }
 }

@@ -28,7 +28,6 @@ pub use breaker::{Accumulator, BreakerPolicy, CircuitBreaker, CircuitBreakerBuil
 pub use events::{ChangeReason, GroupEvent};
 pub use fault::FaultContext;
 pub use group::Group;
-pub use options::GroupOptions;
 pub use health::{
     AllSuccess, AnySuccess, HealthCheck, MajoritySuccess, Probe, ProbeCounts, ProbePolicy,
     ProbeResult, ProbeScope,
@@ -38,7 +37,8 @@ pub use lag_aware::{
     RestCredentials, RestTrust,
 };
 pub use member::Member;
-pub use probes::{IsConnected, Ping, ProbeTarget, StringSet};
+pub use options::GroupOptions;
+pub use probes::{IsConnected, KeyWrite, Ping, ProbeTarget, StringSet};
 pub use pubsub::{GroupCallbackSubscription, GroupSubscriber, GroupSubscription};
 pub use retry::{RetryDecision, RetryPolicy};
 pub use status::{GroupStatus, MemberStatus};

@@ -155,8 +155,83 @@ impl Probe for IsConnected {
     }
 }
 
-/// Writes a random value under a key that routes to the checked server, reads it back.
-/// On a replica the write is refused (`READONLY`): that is Inconclusive, not a failure.
+/// A probe that works on a key of its own, the building block of write probes: the
+/// key is invented so it routes to the server being checked (in a cluster, to a slot
+/// that server owns, or the probe would check another node), a replica that refuses
+/// the write (`READONLY`) is Inconclusive rather than a failure, and any other error
+/// is Unhealthy. `check` returns whether the server did what was asked.
+///
+/// ```
+/// use std::time::Duration;
+/// use resilient_redis::availability::{HealthCheck, KeyWrite};
+/// use resilient_redis::{Cmd, RetryCategory};
+/// // INCR a counter of its own and read it back.
+/// let probe = KeyWrite::new("__health", |target, key, timeout| {
+///     let incr = Cmd::typed("INCR", RetryCategory::WriteAccumulating).key(key);
+///     let n: i64 = target.command(&incr, timeout)?;
+///     let get = Cmd::typed("GET", RetryCategory::ReadOnly).key(key);
+///     let read: i64 = target.command(&get, timeout)?;
+///     Ok(read >= n)
+/// });
+/// let check = HealthCheck { probe: std::sync::Arc::new(probe), ..HealthCheck::default() };
+/// # let _ = check;
+/// ```
+pub struct KeyWrite<F> {
+    key_prefix: String,
+    check: F,
+}
+
+impl<F> KeyWrite<F>
+where
+    F: Fn(&ProbeTarget<'_>, &str, Duration) -> Result<bool> + Send + Sync,
+{
+    /// A probe running `check` on a fresh key starting with `key_prefix`.
+    pub fn new(key_prefix: impl Into<String>, check: F) -> KeyWrite<F> {
+        KeyWrite {
+            key_prefix: key_prefix.into(),
+            check,
+        }
+    }
+}
+
+impl<F> std::fmt::Debug for KeyWrite<F> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KeyWrite")
+            .field("key_prefix", &self.key_prefix)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<F> Probe for KeyWrite<F>
+where
+    F: Fn(&ProbeTarget<'_>, &str, Duration) -> Result<bool> + Send + Sync,
+{
+    fn probe(&self, target: &ProbeTarget<'_>, timeout: Duration) -> ProbeResult {
+        key_write(target, &self.key_prefix, timeout, &self.check)
+    }
+}
+
+fn key_write(
+    target: &ProbeTarget<'_>,
+    prefix: &str,
+    timeout: Duration,
+    check: &dyn Fn(&ProbeTarget<'_>, &str, Duration) -> Result<bool>,
+) -> ProbeResult {
+    let key = target.invent_key(prefix);
+    match check(target, &key, timeout) {
+        Ok(true) => ProbeResult::Healthy,
+        Ok(false) => ProbeResult::Unhealthy,
+        Err(e) if e.kind() == ErrorKind::ReadOnly => ProbeResult::Inconclusive,
+        Err(e) => {
+            log::debug!("{}: key probe failed: {e}", target.endpoint());
+            ProbeResult::Unhealthy
+        }
+    }
+}
+
+/// Writes a random value under a key that routes to the checked server, reads it back
+/// (a [`KeyWrite`] probe). On a replica the write is refused (`READONLY`): that is
+/// Inconclusive, not a failure.
 #[derive(Clone, Debug)]
 pub struct StringSet {
     /// Prefix of the probe keys (they expire after a minute).
@@ -173,29 +248,21 @@ impl Default for StringSet {
 
 impl Probe for StringSet {
     fn probe(&self, target: &ProbeTarget<'_>, timeout: Duration) -> ProbeResult {
-        let key = target.invent_key(&self.key_prefix);
-        let value = unique().to_string();
-        let set = Cmd::typed("SET", RetryCategory::WriteLastWins)
-            .key(&key)
-            .arg(&value)
-            .arg("EX")
-            .arg(60);
-        match target.command::<()>(&set, timeout) {
-            Ok(()) => {}
-            Err(e) if e.kind() == ErrorKind::ReadOnly => return ProbeResult::Inconclusive,
-            Err(e) => {
-                log::debug!("{}: SET probe failed: {e}", target.endpoint());
-                return ProbeResult::Unhealthy;
-            }
-        }
-        let get = Cmd::typed("GET", RetryCategory::ReadOnly).key(&key);
-        match target.command::<Option<String>>(&get, timeout) {
-            Ok(Some(v)) if v == value => ProbeResult::Healthy,
-            Ok(_) => ProbeResult::Unhealthy,
-            Err(e) => {
-                log::debug!("{}: GET probe failed: {e}", target.endpoint());
-                ProbeResult::Unhealthy
-            }
-        }
+        key_write(
+            target,
+            &self.key_prefix,
+            timeout,
+            &|target, key, timeout| {
+                let value = unique().to_string();
+                let set = Cmd::typed("SET", RetryCategory::WriteLastWins)
+                    .key(key)
+                    .arg(&value)
+                    .arg("EX")
+                    .arg(60);
+                target.command::<()>(&set, timeout)?;
+                let get = Cmd::typed("GET", RetryCategory::ReadOnly).key(key);
+                Ok(target.command::<Option<String>>(&get, timeout)? == Some(value))
+            },
+        )
     }
 }

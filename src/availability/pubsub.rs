@@ -207,7 +207,10 @@ impl GroupSubscription {
     /// Waits up to `timeout` for the next message from the active member; messages
     /// from other members are dropped as they are met.
     pub fn recv_timeout(&self, timeout: Duration) -> Result<Message> {
-        self.next(Some(crate::connection::deadline_after(Instant::now(), timeout)))
+        self.next(Some(crate::connection::deadline_after(
+            Instant::now(),
+            timeout,
+        )))
     }
 
     /// The next message from the active member, if one is queued.
@@ -222,7 +225,12 @@ impl GroupSubscription {
 
     /// Messages dropped because a member's queue for this subscription was full.
     pub fn dropped(&self) -> u64 {
-        self.parts.parts.lock().iter().map(|(_, p)| p.dropped()).sum()
+        self.parts
+            .parts
+            .lock()
+            .iter()
+            .map(|(_, p)| p.dropped())
+            .sum()
     }
 
     /// What this subscription is to.
@@ -253,9 +261,9 @@ impl GroupSubscription {
             }
             let changed = select.recv(&self.parts.changed_rx);
             let op = match deadline {
-                Some(d) => select.select_deadline(d).map_err(|_| {
-                    Error::new(ErrorKind::Timeout, "no message within the timeout")
-                })?,
+                Some(d) => select
+                    .select_deadline(d)
+                    .map_err(|_| Error::new(ErrorKind::Timeout, "no message within the timeout"))?,
                 None => select.select(),
             };
             let index = op.index();
@@ -299,7 +307,12 @@ impl std::fmt::Debug for GroupCallbackSubscription {
 impl GroupCallbackSubscription {
     /// Messages dropped because a member's queue for this subscription was full.
     pub fn dropped(&self) -> u64 {
-        self.parts.parts.lock().iter().map(|(_, p)| p.dropped()).sum()
+        self.parts
+            .parts
+            .lock()
+            .iter()
+            .map(|(_, p)| p.dropped())
+            .sum()
     }
 }
 

@@ -74,8 +74,7 @@ impl GroupRouter {
             let deadline = *deadline.get_or_insert_with(|| {
                 deadline_after(Instant::now(), timeout.unwrap_or(Duration::from_secs(5)))
             });
-            if group.is_closed() || !group.wait_changed(seen, deadline)
-            {
+            if group.is_closed() || !group.wait_changed(seen, deadline) {
                 return Err(error);
             }
         }
@@ -92,6 +91,16 @@ impl Router for GroupRouter {
             .0
             .active()
             .map(|m| (m.id(), m.name().to_string()))
+    }
+
+    fn change_generation(&self) -> Option<u64> {
+        Some(self.handle.0.generation())
+    }
+
+    fn wait_change(&self, seen: u64, timeout: Duration) -> bool {
+        self.handle
+            .0
+            .wait_changed(seen, deadline_after(Instant::now(), timeout))
     }
 
     fn member_router(&self, id: u64) -> Option<Arc<dyn Router>> {

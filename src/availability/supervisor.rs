@@ -26,7 +26,9 @@ const POLL: Duration = Duration::from_millis(100);
 pub(crate) fn run(shared: Weak<GroupShared>, inbox: Receiver<Message>, mut core: Core) {
     let mut last_poll = Instant::now();
     loop {
-        let Some(group) = shared.upgrade() else { return };
+        let Some(group) = shared.upgrade() else {
+            return;
+        };
         if group.is_closed() {
             return;
         }
@@ -41,12 +43,18 @@ pub(crate) fn run(shared: Weak<GroupShared>, inbox: Receiver<Message>, mut core:
             Ok(m) => Some(m),
             Err(RecvTimeoutError::Timeout) => None,
         };
-        let Some(group) = shared.upgrade() else { return };
+        let Some(group) = shared.upgrade() else {
+            return;
+        };
         if let Some(message) = message {
             handle(&group, &mut core, message);
         }
         // Polled even when messages keep coming, so a stall is never starved.
-        if last_poll.elapsed() >= POLL || core.next_due().is_some_and(|d| d <= group.options.clock.now()) {
+        if last_poll.elapsed() >= POLL
+            || core
+                .next_due()
+                .is_some_and(|d| d <= group.options.clock.now())
+        {
             last_poll = Instant::now();
             poll(&group, &mut core);
         }
@@ -93,7 +101,14 @@ fn poll(group: &GroupShared, core: &mut Core) {
         }
         let stalled = client.stalled_for();
         if stalled >= group.options.stall_threshold {
-            feed(group, core, Input::Stalled { id: m.id(), stalled });
+            feed(
+                group,
+                core,
+                Input::Stalled {
+                    id: m.id(),
+                    stalled,
+                },
+            );
         }
     }
     feed(group, core, Input::Tick);
@@ -156,7 +171,7 @@ fn announce(group: &GroupShared, members: &[Member], a: Announcement) {
             .to_string()
     };
     let event = match a {
-        Announcement::ActiveChanged {
+        Announcement::Active {
             previous,
             current,
             reason,
@@ -172,7 +187,7 @@ fn announce(group: &GroupShared, members: &[Member], a: Announcement) {
                 reason,
             }
         }
-        Announcement::HealthChanged { id, healthy } => {
+        Announcement::Health { id, healthy } => {
             let Some(m) = find(members, id) else { return };
             if healthy {
                 log::info!("member {} is healthy again", m.name());
@@ -184,7 +199,7 @@ fn announce(group: &GroupShared, members: &[Member], a: Announcement) {
                 healthy,
             }
         }
-        Announcement::FailbackChanged { id, result } => {
+        Announcement::Failback { id, result } => {
             let Some(m) = find(members, id) else { return };
             log::info!("member {}: failback check {result:?}", m.name());
             GroupEvent::FailbackCheckChanged {
@@ -192,7 +207,7 @@ fn announce(group: &GroupShared, members: &[Member], a: Announcement) {
                 result,
             }
         }
-        Announcement::ProvisionalChanged { id, provisional } => {
+        Announcement::Provisional { id, provisional } => {
             let Some(m) = find(members, id) else { return };
             if provisional {
                 log::warn!(
@@ -210,4 +225,3 @@ fn announce(group: &GroupShared, members: &[Member], a: Announcement) {
     };
     group.events.publish(event);
 }
-

@@ -402,8 +402,8 @@ fn connect_first(deployment: &Arc<Deployment>) -> Result<()> {
             Err(e) => last_error = Some(e),
         }
     }
-    let e =
-        last_error.unwrap_or_else(|| Error::new(ErrorKind::Connect, "no endpoint could be reached"));
+    let e = last_error
+        .unwrap_or_else(|| Error::new(ErrorKind::Connect, "no endpoint could be reached"));
     if options.abort_connect {
         return Err(e);
     }

@@ -41,6 +41,18 @@ pub(crate) trait Router: Send + Sync {
     fn member_router(&self, _id: u64) -> Option<Arc<dyn Router>> {
         None
     }
+
+    /// A counter that moves whenever the group changes (its active member, a member's
+    /// connection); `None` outside a group.
+    fn change_generation(&self) -> Option<u64> {
+        None
+    }
+
+    /// Waits up to `timeout` for the change generation to move past `seen`; whether
+    /// it did (a retry waiting for a failover wakes at once instead of polling).
+    fn wait_change(&self, _seen: u64, _timeout: Duration) -> bool {
+        false
+    }
 }
 
 /// A handle for running commands: `Clone + Send + Sync` and cheap to clone.

@@ -249,7 +249,12 @@ impl Connection {
             on_push: cfg.on_push.clone(),
             on_failure: cfg.on_failure.clone(),
             subscriber: cfg.subscriber,
-            breaker: cfg.breaker.as_ref().map(|b| b.create_accumulator()),
+            breaker: cfg.breaker.as_ref().map(|b| {
+                // Every connection starts afresh, even with a policy that shares state.
+                let accumulator = b.create_accumulator();
+                accumulator.reset();
+                accumulator
+            }),
         });
         for push in hs.early_pushes {
             shared.dispatch_push(push);
@@ -332,6 +337,13 @@ impl Connection {
             Ok(Outcome::Many(_)) => FaultContext::success(),
             Ok(Outcome::Failed(e)) | Err(RequestError::Failed(e)) => FaultContext::from_error(e),
             Err(RequestError::Unsent(_)) => return,
+        };
+        // Classified before the accumulator sees it: an application error (WRONGTYPE,
+        // a script error) is a success that carries its kind aside.
+        let fault = if fault.is_fault() && !breaker.is_failure(&fault) {
+            fault.as_application_error()
+        } else {
+            fault
         };
         breaker.observe(&fault);
         if !breaker.is_healthy() {

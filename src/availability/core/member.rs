@@ -142,8 +142,7 @@ impl MemberState {
     pub(super) fn health_due(&mut self, now: Instant) -> bool {
         // Not before its first connection attempt is over: a check then would find it
         // down and start its failback delay for nothing.
-        if !self.settled || self.health_running || self.health_next.is_some_and(|at| now < at)
-        {
+        if !self.settled || self.health_running || self.health_next.is_some_and(|at| now < at) {
             return false;
         }
         self.health_running = true;
@@ -216,8 +215,7 @@ impl MemberState {
     /// must pass a check started from now on before it takes traffic.
     pub(super) fn forget_failback(&mut self) {
         if let Some(f) = self.failback.as_mut() {
-            if f.verdict.is_some() || f.running == Some(f.epoch) || f.last_epoch == Some(f.epoch)
-            {
+            if f.verdict.is_some() || f.running == Some(f.epoch) || f.last_epoch == Some(f.epoch) {
                 f.verdict = None;
                 f.epoch += 1;
             }

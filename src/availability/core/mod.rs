@@ -15,8 +15,8 @@ mod tests;
 
 use std::time::{Duration, Instant};
 
-pub(crate) use member::{CheckKind, MemberView};
 use member::{failback_due, MemberState};
+pub(crate) use member::{CheckKind, MemberView};
 use select::{select, Candidate};
 
 use super::events::ChangeReason;
@@ -91,10 +91,7 @@ pub(crate) enum Input {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum Action {
     /// Run one check of the member on a probe thread and report its verdict.
-    StartCheck {
-        id: MemberId,
-        kind: CheckKind,
-    },
+    StartCheck { id: MemberId, kind: CheckKind },
     /// The member failed a check while its calls were stalled: close those of its
     /// connections that still have calls in flight with no reply byte for the stall
     /// threshold, so their callers fail over instead of waiting out their timeout.
@@ -106,23 +103,18 @@ pub(crate) enum Action {
 /// An event, by member id (the supervisor turns ids into `Member`s).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Announcement {
-    ActiveChanged {
+    /// The active member changed.
+    Active {
         previous: Option<MemberId>,
         current: Option<MemberId>,
         reason: ChangeReason,
     },
-    HealthChanged {
-        id: MemberId,
-        healthy: bool,
-    },
-    FailbackChanged {
-        id: MemberId,
-        result: ProbeResult,
-    },
-    ProvisionalChanged {
-        id: MemberId,
-        provisional: bool,
-    },
+    /// A member was taken out of rotation or put back.
+    Health { id: MemberId, healthy: bool },
+    /// A failback check reached a different verdict.
+    Failback { id: MemberId, result: ProbeResult },
+    /// A member started or stopped serving provisionally.
+    Provisional { id: MemberId, provisional: bool },
 }
 
 /// What one input led to.
@@ -217,7 +209,7 @@ impl Core {
                     .find_mut(id)
                     .is_some_and(|m| m.record_failback(epoch, result));
                 if changed {
-                    step.announce(Announcement::FailbackChanged { id, result });
+                    step.announce(Announcement::Failback { id, result });
                 }
                 changed.then_some(ChangeReason::FailbackCheck)
             }
@@ -237,7 +229,7 @@ impl Core {
             Input::ResetUnhealthy(id) => {
                 if let Some(m) = self.find_mut(id) {
                     if std::mem::take(&mut m.unhealthy) {
-                        step.announce(Announcement::HealthChanged { id, healthy: true });
+                        step.announce(Announcement::Health { id, healthy: true });
                     }
                 }
                 Some(ChangeReason::Failback)
@@ -327,7 +319,7 @@ impl Core {
             ProbeResult::Healthy | ProbeResult::Inconclusive => {
                 if m.unhealthy && failback_due(m.last_failure, now, delay) {
                     m.unhealthy = false;
-                    step.announce(Announcement::HealthChanged { id, healthy: true });
+                    step.announce(Announcement::Health { id, healthy: true });
                     Some(ChangeReason::Failback)
                 } else {
                     Some(ChangeReason::Rebalance)
@@ -341,7 +333,7 @@ impl Core {
         if let Some(m) = self.find_mut(id) {
             m.last_failure = Some(now);
             if !std::mem::replace(&mut m.unhealthy, true) {
-                step.announce(Announcement::HealthChanged { id, healthy: false });
+                step.announce(Announcement::Health { id, healthy: false });
             }
         }
     }
@@ -355,7 +347,7 @@ impl Core {
                     return None;
                 };
                 if std::mem::take(&mut m.unhealthy) {
-                    step.announce(Announcement::HealthChanged { id, healthy: true });
+                    step.announce(Announcement::Health { id, healthy: true });
                 }
                 // The operator's choice stands in for a passed failback check.
                 m.vouch();
@@ -411,9 +403,8 @@ impl Core {
             })
             .collect();
         let mut chosen = select(&candidates, cur, pref);
-        let mut provisional = chosen.is_some()
-            && chosen == cur
-            && kept.is_some_and(|k| self.members[k].provisional);
+        let mut provisional =
+            chosen.is_some() && chosen == cur && kept.is_some_and(|k| self.members[k].provisional);
         if chosen.is_none() && gated {
             // The liveness fallback: nobody eligible, serve from the best live member.
             for (c, m) in candidates.iter_mut().zip(&self.members) {
@@ -440,7 +431,7 @@ impl Core {
             } else {
                 reason
             };
-            step.announce(Announcement::ActiveChanged {
+            step.announce(Announcement::Active {
                 previous,
                 current: next,
                 reason,
@@ -485,7 +476,7 @@ impl Core {
             if let Some(m) = self.find_mut(p) {
                 m.forget_failback();
                 if std::mem::take(&mut m.provisional) {
-                    flags.push(Announcement::ProvisionalChanged {
+                    flags.push(Announcement::Provisional {
                         id: p,
                         provisional: false,
                     });
@@ -495,10 +486,7 @@ impl Core {
         if let Some(n) = next.filter(|_| decided) {
             if let Some(m) = self.find_mut(n) {
                 if std::mem::replace(&mut m.provisional, provisional) != provisional {
-                    flags.push(Announcement::ProvisionalChanged {
-                        id: n,
-                        provisional,
-                    });
+                    flags.push(Announcement::Provisional { id: n, provisional });
                 }
             }
         }

@@ -80,7 +80,7 @@ fn changes(step: &Step) -> Vec<(Option<MemberId>, Option<MemberId>, ChangeReason
     step.actions
         .iter()
         .filter_map(|a| match a {
-            Action::Announce(Announcement::ActiveChanged {
+            Action::Announce(Announcement::Active {
                 previous,
                 current,
                 reason,
@@ -166,7 +166,10 @@ fn losing_the_active_member_moves_traffic_and_it_comes_back_after_the_delay() {
     t2.at(10 * SEC);
     let s = t2.input(Input::Connection { id: 1, up: true });
     assert!(changes(&s).is_empty(), "still within its failback delay");
-    assert!(checks(&s).contains(&(1, CheckKind::Health)), "checked at once");
+    assert!(
+        checks(&s).contains(&(1, CheckKind::Health)),
+        "checked at once"
+    );
     assert!(changes(&t2.health(1, Healthy)).is_empty());
     // Inclusive: exactly the delay after the last failure.
     t2.at(60 * SEC);
@@ -186,7 +189,10 @@ fn a_check_that_started_on_an_earlier_connection_does_not_fail_the_new_one() {
     t.input(Input::Connection { id: 1, up: true });
     let s = t.health(1, Unhealthy);
     assert!(changes(&s).is_empty(), "measured before the reconnect");
-    assert!(t.core.view(1).is_some_and(|v| v.unhealthy), "lost, not yet passed");
+    assert!(
+        t.core.view(1).is_some_and(|v| v.unhealthy),
+        "lost, not yet passed"
+    );
     // The reconnect's own check runs at once.
     assert!(checks(&s).contains(&(1, CheckKind::Health)));
     t.health(1, Healthy);
@@ -240,7 +246,7 @@ fn a_stall_past_the_threshold_checks_out_of_turn_and_a_failed_check_abandons_the
     let active_at = s
         .actions
         .iter()
-        .position(|a| matches!(a, Action::Announce(Announcement::ActiveChanged { .. })));
+        .position(|a| matches!(a, Action::Announce(Announcement::Active { .. })));
     let abandon_at = s
         .actions
         .iter()
@@ -275,7 +281,10 @@ fn with_nobody_available_a_connected_member_is_preferred_over_a_disconnected_cur
 fn an_override_needs_a_connected_member_clears_its_flag_and_ends_when_it_disconnects() {
     let mut t = Table::up(&[10, 5, 1]);
     t.health(3, Unhealthy);
-    assert!(!t.input(Input::Override(Some(9))).accepted, "not in the group");
+    assert!(
+        !t.input(Input::Override(Some(9))).accepted,
+        "not in the group"
+    );
     let s = t.input(Input::Override(Some(3)));
     assert!(s.accepted);
     assert_eq!(changes(&s), vec![(Some(1), Some(3), R::Manual)]);
@@ -285,7 +294,10 @@ fn an_override_needs_a_connected_member_clears_its_flag_and_ends_when_it_disconn
     assert_eq!(t.active(), Some(3));
     let s = t.input(Input::Connection { id: 3, up: false });
     assert_eq!(changes(&s), vec![(Some(3), Some(2), R::HealthCheck)]);
-    assert!(!t.input(Input::Override(None)).accepted, "it ended by itself");
+    assert!(
+        !t.input(Input::Override(None)).accepted,
+        "it ended by itself"
+    );
     assert!(!t.input(Input::Override(Some(3))).accepted, "not connected");
 }
 
@@ -368,12 +380,12 @@ fn at_start_the_best_live_member_serves_provisionally_until_its_own_verdict() {
 fn a_provisional_member_becomes_ordinary_once_it_passes() {
     let mut t = gated();
     let s = failback(&mut t, 1, Healthy);
-    assert!(s.actions.contains(&Action::Announce(
-        Announcement::ProvisionalChanged {
+    assert!(s
+        .actions
+        .contains(&Action::Announce(Announcement::Provisional {
             id: 1,
             provisional: false
-        }
-    )));
+        })));
     // An ordinary active member is never asked (its check never evicts it).
     t.at(10 * SEC);
     let s = t.input(Input::Tick);
@@ -419,7 +431,7 @@ fn a_verdict_from_a_check_started_before_the_member_left_does_not_count() {
     assert!(!s
         .actions
         .iter()
-        .any(|a| matches!(a, Action::Announce(Announcement::FailbackChanged { .. }))));
+        .any(|a| matches!(a, Action::Announce(Announcement::Failback { .. }))));
     assert_eq!(t.core.view(2).and_then(|v| v.failback_result), None);
 }
 
@@ -455,8 +467,6 @@ fn without_failback_checks_no_failback_check_ever_starts() {
     for s in 1..20 {
         t.at(s * SEC);
         let step = t.input(Input::Tick);
-        assert!(checks(&step)
-            .iter()
-            .all(|(_, k)| *k == CheckKind::Health));
+        assert!(checks(&step).iter().all(|(_, k)| *k == CheckKind::Health));
     }
 }
