@@ -164,12 +164,11 @@ impl Probe for IsConnected {
 /// ```
 /// use std::time::Duration;
 /// use resilient_redis::availability::{HealthCheck, KeyWrite};
-/// use resilient_redis::{Cmd, RetryCategory};
+/// use resilient_redis::Cmd;
 /// // INCR a counter of its own and read it back.
 /// let probe = KeyWrite::new("__health", |target, key, timeout| {
-///     let incr = Cmd::typed("INCR", RetryCategory::WriteAccumulating).key(key);
-///     let n: i64 = target.command(&incr, timeout)?;
-///     let get = Cmd::typed("GET", RetryCategory::ReadOnly).key(key);
+///     let n: i64 = target.command(&Cmd::new("INCR").key(key), timeout)?;
+///     let get = Cmd::new("GET").key(key);
 ///     let read: i64 = target.command(&get, timeout)?;
 ///     Ok(read >= n)
 /// });
