@@ -99,7 +99,11 @@ fn an_error_storm_trips_the_breaker_and_the_member_is_flagged_at_once() {
     for _ in 0..20 {
         let _ = db.set("k", "v");
     }
-    assert!(wait_until(WAIT, || active(&group) == "b"));
+    assert!(
+        wait_until(WAIT, || active(&group) == "b"),
+        "{}",
+        group.status()
+    );
     let reasons: Vec<ChangeReason> = events
         .try_iter()
         .filter_map(|e| match e {
@@ -152,4 +156,55 @@ fn pubsub_delivers_from_the_active_member_only_through_a_failover() {
     assert!(wait_until(WAIT, || active(&group) == "b"));
     sub.publish("news", "from-b").unwrap();
     assert_eq!(s.recv_timeout(WAIT).unwrap().payload, b"from-b");
+}
+
+#[test]
+fn a_subscription_follows_the_guides_migration_add_the_new_region_then_remove_the_old() {
+    let servers = fakes();
+    let old = member(&servers[0], "old", 1);
+    let group = Group::connect(vec![old.clone()], options()).unwrap();
+    let sub = group.subscriber();
+    let s = sub.subscribe("news").unwrap();
+    let new = member(&servers[1], "new", 5);
+    group.add(new.clone()).unwrap();
+    assert!(wait_until(WAIT, || active(&group) == "new"));
+    assert!(group.remove(&old));
+    // The new member's SUBSCRIBE is confirmed in the background: publish until the
+    // subscription there counts (PUBLISH answers the number of receivers).
+    assert!(wait_until(WAIT, || sub.publish("news", "after").unwrap() == 1));
+    assert_eq!(s.recv_timeout(WAIT).unwrap().payload, b"after");
+    assert_eq!(s.kind(), resilient_redis::pubsub::MessageKind::Channel);
+}
+
+#[test]
+fn closing_the_group_ends_subscription_iterators_and_callbacks() {
+    let servers = fakes();
+    let group = group_of(&servers, options());
+    let sub = group.subscriber();
+    let s = sub.subscribe("news").unwrap();
+    let got = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let counter = got.clone();
+    let guard = sub
+        .subscribe_with(
+            resilient_redis::pubsub::MessageKind::Channel,
+            "news",
+            move |_| {
+                counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            },
+        )
+        .unwrap();
+    sub.publish("news", "one").unwrap();
+    assert!(wait_until(WAIT, || got
+        .load(std::sync::atomic::Ordering::Relaxed)
+        == 1));
+    let watcher = std::thread::spawn(move || s.iter().count());
+    group.close();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(watcher.join());
+    });
+    // Messages still queued at the close may be dropped; the iterator must end.
+    let ended = rx.recv_timeout(WAIT).expect("the iterator ended on close");
+    assert!(ended.is_ok());
+    drop(guard);
 }

@@ -101,6 +101,9 @@ impl Group {
             .spawn(move || supervisor::run(weak, inbox_rx, core))
             .map_err(|e| Error::new(ErrorKind::Io, format!("cannot start the supervisor: {e}")))?;
         *shared.supervisor.lock() = Some(thread);
+        // Returned once the first choice is announced, so an events() receiver taken
+        // after `connect` never sees the initial ActiveChanged.
+        let changes = shared.events.subscribe();
         for m in &members {
             join(&shared, m)?;
         }
@@ -110,13 +113,17 @@ impl Group {
             .max()
             .unwrap_or(Duration::from_secs(5));
         let deadline = deadline_after(Instant::now(), connect_timeout + START_GRACE);
-        loop {
-            let seen = shared.generation();
-            if shared.active().is_some() || !shared.wait_changed(seen, deadline) {
-                break;
+        let chosen = loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match changes.recv_timeout(left) {
+                Ok(GroupEvent::ActiveChanged {
+                    current: Some(_), ..
+                }) => break true,
+                Ok(_) => {}
+                Err(_) => break false,
             }
-        }
-        if shared.active().is_none() {
+        };
+        if !chosen || shared.active().is_none() {
             return Err(Error::new(
                 ErrorKind::Connect,
                 "no member of the group could be reached",

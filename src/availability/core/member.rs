@@ -52,6 +52,10 @@ pub(super) struct MemberState {
     pub settled: bool,
     pub unhealthy: bool,
     pub last_failure: Option<Instant>,
+    /// Its latest failure was a tripped breaker: its traffic failed while its
+    /// connection looked fine, so a reconnect alone does not earn it a check at once
+    /// (it waits for its next interval, or it would flap straight back).
+    pub tripped: bool,
     pub latency: Option<Duration>,
     pub provisional: bool,
     health_interval: Duration,
@@ -73,6 +77,7 @@ impl MemberState {
             settled: false,
             unhealthy: false,
             last_failure: None,
+            tripped: false,
             latency: None,
             provisional: false,
             health_interval: spec.health_interval,

@@ -215,6 +215,9 @@ impl Core {
             }
             Input::BreakerTripped(id) => {
                 self.fail(now, id, &mut step);
+                if let Some(m) = self.find_mut(id) {
+                    m.tripped = true;
+                }
                 Some(ChangeReason::CircuitBreaker)
             }
             Input::Stalled { id, stalled } => {
@@ -228,6 +231,7 @@ impl Core {
             Input::Override(target) => self.override_to(target, &mut step),
             Input::ResetUnhealthy(id) => {
                 if let Some(m) = self.find_mut(id) {
+                    m.tripped = false;
                     if std::mem::take(&mut m.unhealthy) {
                         step.announce(Announcement::Health { id, healthy: true });
                     }
@@ -277,7 +281,9 @@ impl Core {
         if up {
             // Checked at once, so a member that was failed comes back as soon as it
             // answers (and its failback delay allows), not at its next interval.
-            m.check_now(now);
+            if !m.tripped {
+                m.check_now(now);
+            }
             if self.starting.is_some_and(|s| s.is_none()) {
                 self.starting = Some(Some(now + START_GRACE));
             }
@@ -319,6 +325,7 @@ impl Core {
             ProbeResult::Healthy | ProbeResult::Inconclusive => {
                 if m.unhealthy && failback_due(m.last_failure, now, delay) {
                     m.unhealthy = false;
+                    m.tripped = false;
                     step.announce(Announcement::Health { id, healthy: true });
                     Some(ChangeReason::Failback)
                 } else {
@@ -346,6 +353,7 @@ impl Core {
                     step.accepted = false;
                     return None;
                 };
+                m.tripped = false;
                 if std::mem::take(&mut m.unhealthy) {
                     step.announce(Announcement::Health { id, healthy: true });
                 }

@@ -213,6 +213,23 @@ fn a_failback_delay_of_max_means_manual_failback_only() {
 }
 
 #[test]
+fn a_tripped_breaker_keeps_a_member_out_until_its_next_check_not_its_reconnect() {
+    let mut t = Table::up(&[10, 5]);
+    t.at(SEC);
+    t.input(Input::BreakerTripped(1));
+    // The trip closed its connection; it reconnects at once.
+    t.input(Input::Connection { id: 1, up: false });
+    let s = t.input(Input::Connection { id: 1, up: true });
+    assert!(checks(&s).is_empty(), "no check out of turn");
+    assert_eq!(t.active(), Some(2));
+    t.at(5 * SEC);
+    let s = t.input(Input::Tick);
+    assert!(checks(&s).contains(&(1, CheckKind::Health)));
+    t.health(1, Healthy);
+    assert_eq!(t.active(), Some(1));
+}
+
+#[test]
 fn an_inconclusive_check_brings_a_member_back_like_a_healthy_one() {
     let mut t = Table::up(&[10, 5]);
     t.input(Input::BreakerTripped(1));
