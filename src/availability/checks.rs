@@ -5,11 +5,11 @@
 use std::time::{Duration, Instant};
 
 use super::core::{CheckKind, Input};
-use super::health::{HealthCheck, ProbeResult};
+use super::health::{run_check, HealthCheck};
 use super::inbox::{Inbox, Message};
 use super::member::Member;
 use super::options::GroupOptions;
-use super::probes::{run_check, ProbeTarget};
+use super::target::{ProbeResult, ProbeTarget};
 use crate::commands::{Cmd, RetryCategory};
 
 /// The health check that applies to `member`: its own, else the group's.

@@ -1,7 +1,7 @@
 //! Group events.
 
-use super::health::ProbeResult;
 use super::member::Member;
+use super::target::ProbeResult;
 
 /// Why the active member changed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -5,26 +5,10 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::probes::{Ping, ProbeTarget};
-
-/// What a probe (or a whole check) concluded.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum ProbeResult {
-    /// It works.
-    Healthy,
-    /// It does not.
-    Unhealthy,
-    /// Could not tell (e.g. a write probe on a replica, a management API that did not
-    /// answer). Never counts as a failure.
-    Inconclusive,
-}
-
-/// One probe of one server. Runs on a probe thread, never on a caller's thread or a
-/// connection's reader or writer; it must respect `timeout`.
-pub trait Probe: Send + Sync + fmt::Debug {
-    /// Probes the target once.
-    fn probe(&self, target: &ProbeTarget<'_>, timeout: Duration) -> ProbeResult;
-}
+use super::probes::Ping;
+use super::target::{Probe, ProbeResult, ProbeTarget};
+use crate::client::{Deployment, Node};
+use crate::config::Endpoint;
 
 /// Probe results so far in one check.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -212,6 +196,45 @@ pub(crate) fn collate(results: impl IntoIterator<Item = ProbeResult>) -> ProbeRe
         }
     }
     verdict
+}
+
+/// Runs `check` for a member on the calling probe thread, once per member or once per
+/// serving server as its scope says; `None` when there is nothing to probe yet.
+pub(crate) fn run_check(
+    check: &HealthCheck,
+    member: &str,
+    deployment: &Arc<Deployment>,
+) -> Option<ProbeResult> {
+    let primary = deployment.primary()?;
+    let nodes = match (check.scope, deployment.cluster()) {
+        (ProbeScope::Endpoint, Some(state)) => {
+            // The serving masters, read off the slot map on this probe thread (16384
+            // lookups, well under a millisecond, once per check).
+            let mut masters: Vec<Endpoint> = Vec::new();
+            for slot in 0..crate::client::cluster::SLOT_COUNT {
+                if let Some(m) = state.master_for(slot) {
+                    if !masters.contains(&m) {
+                        masters.push(m);
+                    }
+                }
+            }
+            let nodes: Vec<Arc<Node>> = masters.iter().filter_map(|e| deployment.find(e)).collect();
+            // Before the slot map is known, the seed is all there is to ask.
+            if nodes.is_empty() {
+                vec![primary]
+            } else {
+                nodes
+            }
+        }
+        _ => vec![primary],
+    };
+    Some(collate(nodes.into_iter().map(|node| {
+        check.run(&ProbeTarget {
+            member,
+            node,
+            deployment: deployment.clone(),
+        })
+    })))
 }
 
 #[cfg(test)]

@@ -8,8 +8,9 @@ use std::time::Duration;
 use parking_lot::RwLock;
 
 use super::core::{Input, MemberView};
-use super::health::{HealthCheck, ProbeResult};
+use super::health::HealthCheck;
 use super::inbox::{Inbox, Message};
+use super::target::ProbeResult;
 use crate::client::Client;
 use crate::commands::Database;
 use crate::config::Options;

@@ -23,14 +23,14 @@ mod router;
 mod shared;
 mod status;
 mod supervisor;
+mod target;
 
 pub use breaker::{Accumulator, BreakerPolicy, CircuitBreaker, CircuitBreakerBuilder};
 pub use events::{ChangeReason, GroupEvent};
 pub use fault::FaultContext;
 pub use group::Group;
 pub use health::{
-    AllSuccess, AnySuccess, HealthCheck, MajoritySuccess, Probe, ProbeCounts, ProbePolicy,
-    ProbeResult, ProbeScope,
+    AllSuccess, AnySuccess, HealthCheck, MajoritySuccess, ProbeCounts, ProbePolicy, ProbeScope,
 };
 pub use lag_aware::{
     CertificatePins, ClientCertificate, LagAware, LagAwareOptions, LagCheckMode, LagOutcome,
@@ -38,7 +38,8 @@ pub use lag_aware::{
 };
 pub use member::Member;
 pub use options::GroupOptions;
-pub use probes::{IsConnected, KeyWrite, Ping, ProbeTarget, StringSet};
+pub use probes::{IsConnected, KeyWrite, Ping, StringSet};
 pub use pubsub::{GroupCallbackSubscription, GroupSubscriber, GroupSubscription};
 pub use retry::{RetryDecision, RetryPolicy};
 pub use status::{GroupStatus, MemberStatus};
+pub use target::{Probe, ProbeResult, ProbeTarget};

@@ -8,8 +8,8 @@
 use std::fmt;
 use std::time::Duration;
 
-use super::health::ProbeResult;
 use super::member::Member;
+use super::target::ProbeResult;
 use crate::client::status::{write_table, yes_no};
 use crate::client::ClientStatus;
 

@@ -4,7 +4,7 @@
 use std::time::{Duration, Instant};
 
 use super::{MemberId, MemberSpec};
-use crate::availability::health::ProbeResult;
+use crate::availability::target::ProbeResult;
 
 /// Which check to run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

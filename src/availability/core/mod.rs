@@ -20,7 +20,7 @@ pub(crate) use member::{CheckKind, MemberView};
 use select::{select, Candidate};
 
 use super::events::ChangeReason;
-use super::health::ProbeResult;
+use super::target::ProbeResult;
 
 /// A member's identity inside one group.
 pub(crate) type MemberId = u64;

@@ -47,8 +47,8 @@ pub use options::{
     RestCredentials, RestTrust,
 };
 
-use super::health::{AllSuccess, HealthCheck, Probe, ProbeResult, ProbeScope};
-use super::probes::ProbeTarget;
+use super::health::{AllSuccess, HealthCheck, ProbeScope};
+use super::target::{Probe, ProbeResult, ProbeTarget};
 use crate::config::Endpoint;
 use decide::{Cache, Rest};
 
