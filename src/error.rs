@@ -150,7 +150,8 @@ pub enum FailureKind {
     SocketFailure,
     /// The peer closed the socket.
     SocketClosed,
-    /// The connection stopped answering (heartbeat or oldest reply overdue).
+    /// The connection stopped answering: closed once every call in flight on it was
+    /// past its own deadline, or a group's health check found its member hung.
     Timeout,
     /// Could not connect, or the handshake failed.
     ConnectFailed,

@@ -198,3 +198,43 @@ fn the_client_survives_connections_dropped_mid_command() {
     assert_eq!(db.get::<Option<String>>("k").unwrap().as_deref(), Some("v"));
     assert!(server.total_commands() > 20);
 }
+
+/// Slow is not dead: a reply that comes late fails only the callers whose own
+/// deadline passed; a caller who allowed more time gets its reply, on the same
+/// connection, although a neighbour's deadline passed long before.
+#[test]
+fn a_slow_reply_fails_only_callers_whose_own_deadline_passed() {
+    let server = FakeServer::start().unwrap();
+    let client = Client::connect(server.url().as_str()).unwrap();
+    let db = client.database();
+    db.set("k", "v").unwrap();
+    let in_flight = || {
+        client
+            .status()
+            .nodes
+            .iter()
+            .map(|n| n.in_flight)
+            .sum::<usize>()
+    };
+    server.delay_replies(Some(Duration::from_millis(1500)));
+    let hasty = db.with_timeout(Duration::from_millis(200));
+    let hasty = std::thread::spawn(move || hasty.get::<String>("k"));
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while in_flight() < 1 && Instant::now() < deadline {
+        std::thread::yield_now();
+    }
+    let patient = db.with_timeout(Duration::from_secs(10));
+    let patient = std::thread::spawn(move || {
+        let started = Instant::now();
+        (patient.get::<String>("k"), started.elapsed())
+    });
+    let e = hasty.join().unwrap().unwrap_err();
+    assert_eq!(e.kind(), resilient_redis::ErrorKind::Timeout, "{e}");
+    // The old rule closed the shared connection 500 ms after the hasty deadline.
+    let (got, took) = patient.join().unwrap();
+    assert_eq!(got.unwrap(), "v");
+    assert!(took >= Duration::from_millis(1000), "{took:?}");
+    // And the client goes on working once the server is quick again.
+    server.delay_replies(None);
+    assert_eq!(db.get::<String>("k").unwrap(), "v");
+}

@@ -2,7 +2,7 @@
 //! the subscription connection): the live connection if any, and its back-off state.
 
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use parking_lot::{Mutex, RwLock};
 
@@ -20,6 +20,10 @@ pub(crate) struct ReconnectState {
 pub(crate) struct Link {
     pub(crate) config: ConnectionConfig,
     conn: RwLock<Option<Arc<Connection>>>,
+    /// Connections set aside as unresponsive: they take no new requests, and are
+    /// closed once every request in flight on them is past its own deadline (bounded:
+    /// one is set aside only after its replacement was dialled for, a few at most).
+    draining: Mutex<Vec<Arc<Connection>>>,
     pub(crate) reconnect: Mutex<ReconnectState>,
     /// Serialises on-demand opening so two callers do not both open one.
     pub(crate) open_lock: Mutex<()>,
@@ -30,6 +34,7 @@ impl Link {
         Link {
             config,
             conn: RwLock::new(None),
+            draining: Mutex::new(Vec::new()),
             reconnect: Mutex::new(ReconnectState::default()),
             open_lock: Mutex::new(()),
         }
@@ -66,10 +71,48 @@ impl Link {
         old
     }
 
-    /// Closes the live connection for good and waits for its threads.
+    /// Stops sending on `conn` (it stopped answering) and takes it out of service, so
+    /// the next supervisor pass dials a replacement; it drains meanwhile.
+    pub(crate) fn set_aside(&self, conn: &Arc<Connection>) {
+        conn.stop_accepting();
+        let mut current = self.conn.write();
+        if current.as_ref().is_some_and(|c| Arc::ptr_eq(c, conn)) {
+            *current = None;
+        }
+        drop(current);
+        let mut draining = self.draining.lock();
+        if !draining.iter().any(|c| Arc::ptr_eq(c, conn)) {
+            draining.push(conn.clone());
+        }
+    }
+
+    /// Closes the set-aside connections that have drained (see `Connection::drained`).
+    pub(crate) fn sweep_draining(&self, grace: Duration) {
+        let done: Vec<Arc<Connection>> = {
+            let mut draining = self.draining.lock();
+            let (done, keep) = std::mem::take(&mut *draining)
+                .into_iter()
+                .partition(|c| c.is_closed() || c.drained(grace));
+            *draining = keep;
+            done
+        };
+        for conn in done {
+            // Anything still pending is past its caller's deadline: an abandoned slot.
+            let kind = if conn.has_pending() {
+                FailureKind::Timeout
+            } else {
+                FailureKind::ClosedByClient
+            };
+            conn.close(kind);
+        }
+    }
+
+    /// Closes the live connection (and any set aside) for good and waits for their
+    /// threads.
     pub(crate) fn close(&self) {
         let conn = self.conn.write().take();
-        if let Some(conn) = conn {
+        let draining = std::mem::take(&mut *self.draining.lock());
+        for conn in conn.into_iter().chain(draining) {
             conn.close(FailureKind::ClosedByClient);
             conn.join();
         }

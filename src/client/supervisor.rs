@@ -20,7 +20,6 @@ use super::node::Node;
 use crate::config::Endpoint;
 use crate::connection::slot::Slot;
 use crate::connection::Connection;
-use crate::error::FailureKind;
 use crate::pubsub::Key;
 use crate::resp::{write_arg, write_command_header};
 
@@ -41,8 +40,8 @@ pub(crate) enum Wake {
 }
 
 /// Extra time past a request's timeout, with nothing read, before the connection is
-/// declared dead: the caller has already been told; this only bounds how long a
-/// silent socket is kept.
+/// set aside as unresponsive (and, for the requests still in flight on it, past their
+/// own deadlines, before it is closed): the caller has already been told.
 const DEAD_GRACE: Duration = Duration::from_millis(500);
 
 /// Outstanding heartbeats of one deployment: per node endpoint, one per connection.
@@ -105,6 +104,8 @@ pub(crate) fn tick(deployment: &Deployment, heartbeats: &mut Heartbeats) {
         if node.is_closed() {
             continue;
         }
+        node.interactive.sweep_draining(DEAD_GRACE);
+        node.pubsub.sweep_draining(DEAD_GRACE);
         let [interactive_beat, pubsub_beat] =
             heartbeats.0.entry(node.endpoint.clone()).or_default();
         match node.current() {
@@ -195,14 +196,20 @@ fn resubscribe(deployment: &Deployment, key: &Key) {
     }
 }
 
-/// Heartbeat on an idle connection, and failing one that stopped answering.
-fn watch(node: &Node, link: &Link, conn: &Connection, heartbeat: &mut Option<Arc<Slot>>) {
+/// Heartbeat on an idle connection, and setting aside one that stopped answering.
+///
+/// Slow is not dead: a connection whose oldest request is past its deadline with
+/// nothing read takes no new requests and a replacement is dialled, but it is closed
+/// only once every request still in flight on it is past its own deadline, so a
+/// neighbour's short timeout never fails a request given a longer one.
+fn watch(node: &Node, link: &Link, conn: &Arc<Connection>, heartbeat: &mut Option<Arc<Slot>>) {
     if conn.is_unresponsive(DEAD_GRACE) {
         log::warn!(
-            "{}: no answer within the timeout, closing the connection",
+            "{}: no answer within the timeout: dialling a replacement, draining this one",
             node.endpoint
         );
-        conn.close(FailureKind::Timeout);
+        link.set_aside(conn);
+        *heartbeat = None;
         return;
     }
     if let Some(slot) = heartbeat {

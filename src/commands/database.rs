@@ -123,6 +123,14 @@ impl Database {
     }
 
     /// A handle whose commands use `timeout` instead of the configured `syncTimeout`.
+    ///
+    /// Each call has its own deadline: a caller whose deadline passes gets
+    /// `ErrorKind::Timeout`, and a neighbour's shorter deadline never fails it. A
+    /// connection whose oldest call is 0.5 s past its deadline with nothing read takes
+    /// no new calls (a replacement is dialled), but stays open until every call still in
+    /// flight on it has its reply or is past its own deadline (see `docs/configuration.md`,
+    /// "Timeouts: slow is not dead"). Through `with_retry`, a call waits at most
+    /// `max_attempts` × `timeout` plus the pauses between attempts.
     pub fn with_timeout(&self, timeout: Duration) -> Database {
         Database {
             router: self.router.clone(),

@@ -522,29 +522,49 @@ impl Connection {
     }
 
     /// Whether the connection stopped answering: the oldest request's timeout (as it
-    /// applies now, relaxed or not; a heartbeat's never relaxed) has passed with
-    /// nothing read since it was sent.
+    /// applies now, relaxed or not; a heartbeat's never relaxed) has passed, plus
+    /// `grace`, with nothing read since it was sent. The owner then stops sending on it
+    /// and dials a replacement, but lets it drain (see [`Connection::drained`]): a
+    /// neighbour's deadline never fails a request whose own has not passed.
     pub(crate) fn is_unresponsive(&self, grace: Duration) -> bool {
         let s = &self.shared;
-        let (sent, timeout, relaxable) = match s.pending.lock().queue.front() {
-            Some(p) => (p.sent_ms, p.timeout, p.relaxable),
-            None => return false,
+        let pending = s.pending.lock();
+        let Some(oldest) = pending.queue.front() else {
+            return false;
         };
         let now = s.now_ms();
-        let timeout = if relaxable {
-            s.timeouts.effective(timeout)
-        } else {
-            timeout
-        };
-        let limit = timeout.saturating_add(grace);
-        now.saturating_sub(sent) > u64::try_from(limit.as_millis()).unwrap_or(u64::MAX)
-            && s.last_read_ms.load(Ordering::Relaxed) <= sent
+        s.last_read_ms.load(Ordering::Relaxed) <= oldest.sent_ms
+            && now > s.deadline_ms(oldest).saturating_add(millis(grace))
+    }
+
+    /// Whether a connection set aside as unresponsive may be closed now: nothing is
+    /// in flight any more, or every request in flight is past its own deadline plus
+    /// `grace` (their callers have been told; only abandoned slots remain).
+    pub(crate) fn drained(&self, grace: Duration) -> bool {
+        let s = &self.shared;
+        let now = s.now_ms();
+        s.pending
+            .lock()
+            .queue
+            .iter()
+            .all(|p| now > s.deadline_ms(p).saturating_add(millis(grace)))
     }
 }
 
 impl Shared {
     fn now_ms(&self) -> u64 {
         self.epoch.elapsed().as_millis() as u64
+    }
+
+    /// When a request's timeout runs out, as it applies now (a relaxable one follows
+    /// the maintenance window in force), in this connection's milliseconds.
+    fn deadline_ms(&self, p: &Pending) -> u64 {
+        let timeout = if p.relaxable {
+            self.timeouts.effective(p.timeout)
+        } else {
+            p.timeout
+        };
+        p.sent_ms.saturating_add(millis(timeout))
     }
 
     fn closed_error(&self) -> Error {
@@ -684,6 +704,10 @@ fn spawn(name: String, f: impl FnOnce() + Send + 'static) -> Result<JoinHandle<(
         .name(name)
         .spawn(f)
         .map_err(|e| Error::new(ErrorKind::Io, format!("cannot start a thread: {e}")))
+}
+
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
 /// `start + d`, saturating far in the future instead of overflowing (`BLPOP 0` waits
