@@ -46,6 +46,27 @@ fn three() -> Option<[RedisServer; 3]> {
     ])
 }
 
+/// Events received until one matches `until` (or `within` passes): the group publishes
+/// its state before the events that announce it, so a test that saw the state waits
+/// for the event rather than reading the queue once.
+fn events_until(
+    events: &crossbeam_channel::Receiver<GroupEvent>,
+    within: Duration,
+    until: impl Fn(&GroupEvent) -> bool,
+) -> Vec<GroupEvent> {
+    let deadline = std::time::Instant::now() + within;
+    let mut seen = Vec::new();
+    while let Ok(e) = events.recv_deadline(deadline) {
+        let done = until(&e);
+        seen.push(e);
+        if done {
+            break;
+        }
+    }
+    seen.extend(events.try_iter());
+    seen
+}
+
 fn active_name(group: &Group) -> String {
     group
         .active()
@@ -172,13 +193,21 @@ fn a_stopped_member_is_left_and_failback_waits_for_the_delay() {
     // Its last failure came after the pause, so failback cannot come sooner than the
     // delay after the pause.
     assert!(paused_at.elapsed() >= delay);
-    let reasons: Vec<ChangeReason> = events
-        .try_iter()
-        .filter_map(|e| match e {
-            GroupEvent::ActiveChanged { reason, .. } => Some(reason),
-            _ => None,
-        })
-        .collect();
+    let reasons: Vec<ChangeReason> = events_until(&events, WAIT, |e| {
+        matches!(
+            e,
+            GroupEvent::ActiveChanged {
+                reason: ChangeReason::Failback,
+                ..
+            }
+        )
+    })
+    .into_iter()
+    .filter_map(|e| match e {
+        GroupEvent::ActiveChanged { reason, .. } => Some(reason),
+        _ => None,
+    })
+    .collect();
     assert_eq!(
         reasons,
         vec![ChangeReason::HealthCheck, ChangeReason::Failback],

@@ -38,6 +38,27 @@ fn options() -> GroupOptions {
     })
 }
 
+/// Events received until one matches `until` (or `within` passes): the group publishes
+/// its state before the events that announce it, so a test that saw the state waits
+/// for the event rather than reading the queue once.
+fn events_until(
+    events: &crossbeam_channel::Receiver<GroupEvent>,
+    within: Duration,
+    until: impl Fn(&GroupEvent) -> bool,
+) -> Vec<GroupEvent> {
+    let deadline = std::time::Instant::now() + within;
+    let mut seen = Vec::new();
+    while let Ok(e) = events.recv_deadline(deadline) {
+        let done = until(&e);
+        seen.push(e);
+        if done {
+            break;
+        }
+    }
+    seen.extend(events.try_iter());
+    seen
+}
+
 fn active(group: &Group) -> String {
     group
         .active()
@@ -104,13 +125,15 @@ fn an_error_storm_trips_the_breaker_and_the_member_is_flagged_at_once() {
         "{}",
         group.status()
     );
-    let reasons: Vec<ChangeReason> = events
-        .try_iter()
-        .filter_map(|e| match e {
-            GroupEvent::ActiveChanged { reason, .. } => Some(reason),
-            _ => None,
-        })
-        .collect();
+    let reasons: Vec<ChangeReason> = events_until(&events, WAIT, |e| {
+        matches!(e, GroupEvent::ActiveChanged { .. })
+    })
+    .into_iter()
+    .filter_map(|e| match e {
+        GroupEvent::ActiveChanged { reason, .. } => Some(reason),
+        _ => None,
+    })
+    .collect();
     assert_eq!(
         reasons.first(),
         Some(&ChangeReason::CircuitBreaker),

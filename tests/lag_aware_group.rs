@@ -73,6 +73,27 @@ fn options() -> GroupOptions {
     })
 }
 
+/// Events received until one matches `until` (or `within` passes): the group publishes
+/// its state before the events that announce it, so a test that saw the state waits
+/// for the event rather than reading the queue once.
+fn events_until(
+    events: &crossbeam_channel::Receiver<GroupEvent>,
+    within: Duration,
+    until: impl Fn(&GroupEvent) -> bool,
+) -> Vec<GroupEvent> {
+    let deadline = std::time::Instant::now() + within;
+    let mut seen = Vec::new();
+    while let Ok(e) = events.recv_deadline(deadline) {
+        let done = until(&e);
+        seen.push(e);
+        if done {
+            break;
+        }
+    }
+    seen.extend(events.try_iter());
+    seen
+}
+
 fn active(group: &Group) -> String {
     group
         .active()
@@ -110,15 +131,22 @@ fn moved_to(
     seen: &mut Vec<GroupEvent>,
     name: &str,
 ) -> Option<ChangeReason> {
-    seen.extend(events.try_iter());
-    seen.iter().rev().find_map(|e| match e {
-        GroupEvent::ActiveChanged {
-            current: Some(m),
-            reason,
-            ..
-        } if m.name() == name => Some(*reason),
-        _ => None,
-    })
+    // The active member is published before the event that announces it.
+    let find = |seen: &Vec<GroupEvent>| {
+        seen.iter().rev().find_map(|e| match e {
+            GroupEvent::ActiveChanged {
+                current: Some(m),
+                reason,
+                ..
+            } if m.name() == name => Some(*reason),
+            _ => None,
+        })
+    };
+    wait_until(WAIT, || {
+        seen.extend(events.try_iter());
+        find(seen).is_some()
+    });
+    find(seen)
 }
 
 #[test]
@@ -213,9 +241,14 @@ fn in_a_partition_the_group_serves_provisionally_and_leaves_for_an_eligible_memb
         .database()
         .set("k", "served-in-the-partition")
         .unwrap();
-    seen.extend(events.try_iter());
-    assert!(seen.iter().any(|e| matches!(e,
-        GroupEvent::ProvisionalChanged { member, provisional: true } if member.name() == "b")));
+    // State is published before the events that announce it: wait for the event.
+    assert!(wait_until(WAIT, || {
+        seen.extend(events.try_iter());
+        seen.iter().any(|e| {
+            matches!(e,
+            GroupEvent::ProvisionalChanged { member, provisional: true } if member.name() == "b")
+        })
+    }));
     // The lightest member catches up first: traffic goes there at once.
     rc.api.set_lagging(rc.uid, false);
     assert!(wait_until(WAIT, || active(&group) == "c"));
@@ -224,9 +257,13 @@ fn in_a_partition_the_group_serves_provisionally_and_leaves_for_an_eligible_memb
         Some(ChangeReason::FailbackCheck)
     );
     assert!(!c.is_provisional() && !b.is_provisional());
-    seen.extend(events.try_iter());
-    assert!(seen.iter().any(|e| matches!(e,
-        GroupEvent::ProvisionalChanged { member, provisional: false } if member.name() == "b")));
+    assert!(wait_until(WAIT, || {
+        seen.extend(events.try_iter());
+        seen.iter().any(|e| {
+            matches!(e,
+            GroupEvent::ProvisionalChanged { member, provisional: false } if member.name() == "b")
+        })
+    }));
 }
 
 #[test]
@@ -246,7 +283,10 @@ fn a_provisional_member_becomes_ordinary_once_it_passes_its_own_check() {
     ra.api.set_lagging(ra.uid, false);
     assert!(wait_until(WAIT, || !a.is_provisional()));
     assert_eq!(active(&group), "a", "no move: it was already the best");
-    assert!(events.try_iter().any(|e| matches!(e,
+    assert!(events_until(&events, WAIT, |e| matches!(e,
+        GroupEvent::ProvisionalChanged { member, provisional: false } if member.name() == "a"))
+    .iter()
+    .any(|e| matches!(e,
         GroupEvent::ProvisionalChanged { member, provisional: false } if member.name() == "a")));
     // Ordinary now: falling behind again does not evict it.
     ra.api.set_lagging(ra.uid, true);

@@ -73,12 +73,7 @@ fn handle(group: &GroupShared, core: &mut Core, message: Message) {
         Message::Signal(id, MemberSignal::BreakerTripped) => {
             feed(group, core, Input::BreakerTripped(id));
         }
-        Message::Signal(id, _) => {
-            // Read now, not taken from the signal: a cluster member is up only when
-            // every node is, and a connection replaced on purpose leaves it up.
-            let up = group
-                .member(id)
-                .is_some_and(|m| m.client().is_some_and(|c| c.is_connected()));
+        Message::Signal(id, MemberSignal::Connection { up }) => {
             feed(group, core, Input::Connection { id, up });
         }
         Message::Shutdown => {}

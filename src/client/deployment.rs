@@ -62,10 +62,19 @@ impl Deployment {
         }
     }
 
-    /// Tells a group how the interactive connections fare (nothing outside a group).
-    pub(crate) fn signal(&self, signal: MemberSignal) {
+    /// Whether every node's interactive connection is up.
+    pub(crate) fn is_connected(&self) -> bool {
+        let nodes = self.nodes();
+        !nodes.is_empty() && nodes.iter().all(|n| n.current().is_some())
+    }
+
+    /// Tells a group whether the interactive connections are all up, after one came
+    /// up or an attempt failed (nothing outside a group).
+    pub(crate) fn signal_connection(&self) {
         if let Some(notify) = &self.notify {
-            notify(signal);
+            notify(MemberSignal::Connection {
+                up: self.is_connected(),
+            });
         }
     }
 
@@ -227,7 +236,14 @@ fn failure_handler(
             if kind == FailureKind::CircuitBreaker {
                 notify(MemberSignal::BreakerTripped);
             }
-            notify(MemberSignal::Lost);
+            // A connection closed on purpose was replaced (or the client is closing):
+            // that is no loss.
+            if !matches!(
+                kind,
+                FailureKind::ClosedByClient | FailureKind::MaintenanceHandoff
+            ) {
+                notify(MemberSignal::Connection { up: false });
+            }
         }
         if kind != FailureKind::ClosedByClient {
             events.publish(ClientEvent::ConnectionFailed {

@@ -239,8 +239,7 @@ impl Client {
 
     /// Whether the interactive connection is up (for a cluster: to every known node).
     pub fn is_connected(&self) -> bool {
-        let nodes = self.handle.inner.deployment.nodes();
-        !nodes.is_empty() && nodes.iter().all(|n| n.current().is_some())
+        self.handle.inner.deployment.is_connected()
     }
 
     /// Maintenance-notification state per server: whether the interactive connection
@@ -366,12 +365,9 @@ pub(crate) struct MemberSetup {
 /// What a member's client tells its group.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum MemberSignal {
-    /// An interactive connection came up.
-    Connected,
-    /// An interactive connection failed or was closed.
-    Lost,
-    /// A connection attempt failed.
-    DialFailed,
+    /// An interactive connection came up, failed, or an attempt to open one failed;
+    /// `up`: whether every node's interactive connection is up now.
+    Connection { up: bool },
     /// A circuit breaker tripped on an interactive connection.
     BreakerTripped,
 }
@@ -395,7 +391,7 @@ fn connect_first(deployment: &Arc<Deployment>) -> Result<()> {
             Ok(conn) => {
                 node.install(conn);
                 deployment.push(node);
-                deployment.signal(MemberSignal::Connected);
+                deployment.signal_connection();
                 detect_cluster(deployment);
                 return Ok(());
             }
@@ -408,7 +404,7 @@ fn connect_first(deployment: &Arc<Deployment>) -> Result<()> {
         return Err(e);
     }
     log::warn!("not connected yet ({e}); retrying in the background");
-    deployment.signal(MemberSignal::DialFailed);
+    deployment.signal_connection();
     deployment.push(deployment.make_node(options.endpoints[0].clone())?);
     Ok(())
 }

@@ -113,13 +113,13 @@ pub(crate) fn tick(deployment: &Deployment, heartbeats: &mut Heartbeats) {
             None => match reconnect_if_due(node, &node.interactive) {
                 Some(Ok(conn)) => {
                     node.install(conn);
-                    deployment.signal(super::MemberSignal::Connected);
+                    deployment.signal_connection();
                     super::detect_cluster(deployment);
                     if let Some(state) = deployment.cluster() {
                         state.request_refresh();
                     }
                 }
-                Some(Err(())) => deployment.signal(super::MemberSignal::DialFailed),
+                Some(Err(())) => deployment.signal_connection(),
                 None => {}
             },
         }
