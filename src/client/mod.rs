@@ -398,6 +398,9 @@ impl ClientInner {
         for node in self.deployment.nodes() {
             node.close();
         }
+        // Ends every `events()` receiver and every subscription (their `iter` loops).
+        self.deployment.events.close();
+        self.deployment.registry.close();
         let supervisor = self.supervisor.lock().take();
         if let Some(t) = supervisor {
             if t.thread().id() != std::thread::current().id() {
