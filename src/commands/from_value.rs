@@ -254,6 +254,9 @@ impl<T: FromValue + Eq + Hash, S: BuildHasher + Default> FromValue for HashSet<T
 fn pairs(v: Value) -> Result<Vec<(Value, Value)>> {
     match strip(v) {
         Value::Map(pairs) => Ok(pairs),
+        // A RESP3 set is members, not fields and values: pairing them up would make a
+        // map that the server never sent (found by tests/differential.rs).
+        v @ (Value::Set(_) | Value::Push(_)) => Err(mismatch("a map", &v)),
         v => {
             let items = items(v, "a map")?;
             if items.len() % 2 != 0 {
@@ -404,6 +407,9 @@ mod tests {
         assert_eq!(v, vec![("f".into(), "v".into())]);
         let odd = Value::Array(vec![bulk("a")]);
         assert!(HashMap::<String, String>::from_value(odd).is_err());
+        let set = Value::Set(vec![bulk("a"), bulk("b")]);
+        let e = BTreeMap::<String, String>::from_value(set).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::TypeMismatch);
     }
 
     #[test]

@@ -110,6 +110,24 @@ impl RedisServer {
         panic!("redis-server did not start on any of {ATTEMPTS} ephemeral ports");
     }
 
+    /// Starts a server on `port` exactly, once; an error when the process that answers
+    /// there is not the one started (or none does). For tests of the start itself.
+    pub fn try_start_on(port: u16, extra: &[&str]) -> Result<RedisServer, String> {
+        static ON: AtomicUsize = AtomicUsize::new(0);
+        let n = ON.fetch_add(1, Ordering::Relaxed);
+        let mut server = RedisServer {
+            child: None,
+            port,
+            dir: std::env::temp_dir().join(format!("rr-test-{}-{port}-on{n}", std::process::id())),
+            args: extra.iter().map(|s| s.to_string()).collect(),
+        };
+        if server.spawn() {
+            Ok(server)
+        } else {
+            Err(format!("no redis-server of ours answers on port {port}"))
+        }
+    }
+
     fn pid_file(&self) -> PathBuf {
         self.dir.join("redis.pid")
     }
