@@ -24,7 +24,7 @@ use support::RedisServer;
 
 /// Fixed seeds: the suite is deterministic; a new seed is explored with the variable.
 const SEEDS: [u64; 3] = [0x5eed_0001, 0xdead_beef, 18];
-const COMMANDS_PER_RUN: usize = 150;
+const COMMANDS_PER_RUN: usize = 300;
 
 /// SplitMix64: a few lines, no dependency, the same sequence everywhere.
 struct Rng(u64);
