@@ -169,6 +169,8 @@ impl GroupShared {
         for follower in self.followers() {
             follower.group_closed();
         }
+        // Ends every `events()` receiver (a `for e in events.iter()` watcher ends).
+        self.events.close();
         self.bump();
     }
 }

@@ -50,28 +50,60 @@ pub enum ClientEvent {
 pub const EVENT_QUEUE_BOUND: usize = 1024;
 
 /// Fans events out to every `events()` receiver.
-#[derive(Default)]
+///
+/// Closing it drops every subscriber's sender, so a watcher looping on
+/// `events.iter()` (or waiting in `recv`) ends instead of waiting forever.
 pub(crate) struct EventBus<E> {
-    subscribers: Mutex<Vec<Sender<E>>>,
+    /// `None` once closed: a later `subscribe` gets an already-ended receiver.
+    subscribers: Mutex<Option<Vec<Sender<E>>>>,
     dropped: AtomicU64,
+}
+
+// Not derived: a derived default would be a closed bus (`None`).
+impl<E: Clone> Default for EventBus<E> {
+    fn default() -> EventBus<E> {
+        EventBus::new()
+    }
 }
 
 impl<E: Clone> EventBus<E> {
     pub(crate) fn new() -> EventBus<E> {
         EventBus {
-            subscribers: Mutex::new(Vec::new()),
+            subscribers: Mutex::new(Some(Vec::new())),
             dropped: AtomicU64::new(0),
         }
     }
 
+    /// A new receiver; after `close` it is already disconnected (its sender is
+    /// dropped here), so `recv` and `iter` on it end at once.
     pub(crate) fn subscribe(&self) -> Receiver<E> {
         let (tx, rx) = bounded(EVENT_QUEUE_BOUND);
-        self.subscribers.lock().push(tx);
+        if let Some(subs) = self.subscribers.lock().as_mut() {
+            subs.push(tx);
+        }
         rx
     }
 
+    /// Ends every receiver (queued events stay readable, then they report
+    /// disconnection) and every later one. Idempotent.
+    pub(crate) fn close(&self) {
+        // Dropped after the lock is released: nothing runs under it.
+        let senders = self.subscribers.lock().take();
+        drop(senders);
+    }
+
+    /// Whether `close` was called.
+    #[allow(dead_code)] // read by tests (and by the group's close)
+    pub(crate) fn is_closed(&self) -> bool {
+        self.subscribers.lock().is_none()
+    }
+
+    /// Sends `event` to every subscriber; does nothing once closed.
     pub(crate) fn publish(&self, event: E) {
-        let mut subs = self.subscribers.lock();
+        let mut guard = self.subscribers.lock();
+        let Some(subs) = guard.as_mut() else {
+            return;
+        };
         subs.retain(|tx| match tx.try_send(event.clone()) {
             Ok(()) => true,
             Err(TrySendError::Full(_)) => {
@@ -104,6 +136,23 @@ mod tests {
         }
         assert_eq!(slow.len(), EVENT_QUEUE_BOUND);
         assert_eq!(bus.dropped(), 10);
-        assert_eq!(bus.subscribers.lock().len(), 1);
+        assert_eq!(bus.subscribers.lock().as_ref().map(Vec::len), Some(1));
+    }
+
+    #[test]
+    fn close_ends_every_receiver_and_later_ones() {
+        let bus = EventBus::new();
+        let early = bus.subscribe();
+        bus.publish(1);
+        bus.close();
+        bus.close();
+        assert!(bus.is_closed());
+        // What was queued before the close is still delivered, then the end.
+        assert_eq!(early.recv(), Ok(1));
+        assert!(early.recv().is_err());
+        let late = bus.subscribe();
+        assert_eq!(late.iter().count(), 0);
+        bus.publish(2);
+        assert!(late.try_recv().is_err());
     }
 }

@@ -459,6 +459,9 @@ impl ClientInner {
         for node in self.deployment.nodes() {
             node.close();
         }
+        // Ends every `events()` receiver and every subscription (their `iter` loops).
+        self.deployment.events.close();
+        self.deployment.registry.close();
     }
 
     fn shutdown(&self) {

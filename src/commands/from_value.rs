@@ -90,10 +90,13 @@ impl FromValue for String {
     }
 }
 
+/// Parses a string reply that must be exactly a number: no whitespace is trimmed,
+/// because Redis itself refuses `" 1"` as a number (`INCR`, `INCRBYFLOAT`), so a
+/// client that read it as 1 would disagree with the server about the same value.
 fn parse_text<T: std::str::FromStr>(bytes: &[u8], expected: &str) -> Result<T> {
     std::str::from_utf8(bytes)
         .ok()
-        .and_then(|s| s.trim().parse().ok())
+        .and_then(|s| s.parse().ok())
         .ok_or_else(|| {
             Error::new(
                 ErrorKind::TypeMismatch,
@@ -162,15 +165,33 @@ impl FromValue for f32 {
 }
 
 impl FromValue for bool {
-    /// Integers (non-zero is true), RESP3 booleans, `OK`, and nil as false.
+    /// RESP3 booleans; integers (non-zero is true); the strings `1` and `0`; the status
+    /// `OK` as true; nil as false. Any other string is a `TypeMismatch` error rather
+    /// than `false`: `"687"` or `"yes"` is not a boolean, and reading it as one would
+    /// disagree with the integer reply 687, which is true. The same rules as redis-rs.
     fn from_value(v: Value) -> Result<bool> {
+        const EXPECTED: &str = "a boolean (1 or 0)";
+        let not_a_boolean = || {
+            Error::new(
+                ErrorKind::TypeMismatch,
+                format!("expected {EXPECTED}, the reply was a string that is not one"),
+            )
+        };
         match strip(v) {
             Value::Boolean(b) => Ok(b),
             Value::Int(i) => Ok(i != 0),
             Value::Nil => Ok(false),
-            Value::SimpleString(s) => Ok(s == "OK" || s == "1"),
-            Value::BulkString(b) => Ok(b.as_slice() == b"1" || b.as_slice() == b"OK"),
-            v => Err(mismatch("a boolean", &v)),
+            Value::SimpleString(s) => match s.as_str() {
+                "1" | "OK" => Ok(true),
+                "0" => Ok(false),
+                _ => Err(not_a_boolean()),
+            },
+            Value::BulkString(b) => match b.as_slice() {
+                b"1" => Ok(true),
+                b"0" => Ok(false),
+                _ => Err(not_a_boolean()),
+            },
+            v => Err(mismatch(EXPECTED, &v)),
         }
     }
 }
@@ -233,6 +254,9 @@ impl<T: FromValue + Eq + Hash, S: BuildHasher + Default> FromValue for HashSet<T
 fn pairs(v: Value) -> Result<Vec<(Value, Value)>> {
     match strip(v) {
         Value::Map(pairs) => Ok(pairs),
+        // A RESP3 set is members, not fields and values: pairing them up would make a
+        // map that the server never sent (found by tests/differential.rs).
+        v @ (Value::Set(_) | Value::Push(_)) => Err(mismatch("a map", &v)),
         v => {
             let items = items(v, "a map")?;
             if items.len() % 2 != 0 {
@@ -327,6 +351,44 @@ mod tests {
         );
     }
 
+    /// The reports: "687" read as false, " 1" read as 1.
+    #[test]
+    fn what_is_not_exactly_a_number_or_a_boolean_is_refused() {
+        for text in ["687", "yes", "true", "OK", "", " 1", "1 ", "10"] {
+            let e = bool::from_value(bulk(text)).unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::TypeMismatch, "{text:?}");
+        }
+        for text in ["yes", "2", " 1"] {
+            let e = bool::from_value(Value::SimpleString(text.into())).unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::TypeMismatch, "{text:?}");
+        }
+        assert!(bool::from_value(bulk("1")).unwrap());
+        assert!(!bool::from_value(bulk("0")).unwrap());
+        assert!(!bool::from_value(Value::SimpleString("0".into())).unwrap());
+        assert!(bool::from_value(Value::Int(687)).unwrap());
+        assert!(!bool::from_value(Value::Nil).unwrap());
+        assert_eq!(
+            bool::from_value(Value::Double(1.0)).unwrap_err().kind(),
+            ErrorKind::TypeMismatch
+        );
+        for text in [" 1", "1 ", "\t1", "1\n", "", "1.5", "0x10", "1e3"] {
+            for e in [
+                i64::from_value(bulk(text)).unwrap_err(),
+                i64::from_value(Value::SimpleString(text.into())).unwrap_err(),
+                u32::from_value(bulk(text)).unwrap_err(),
+            ] {
+                assert_eq!(e.kind(), ErrorKind::TypeMismatch, "{text:?}");
+            }
+        }
+        for text in [" 1.5", "1.5 ", " inf", "", "0x10"] {
+            let e = f64::from_value(bulk(text)).unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::TypeMismatch, "{text:?}");
+        }
+        assert_eq!(i64::from_value(bulk("-12")).unwrap(), -12);
+        assert_eq!(f64::from_value(bulk("1e3")).unwrap(), 1000.0);
+        assert_eq!(f64::from_value(bulk("-inf")).unwrap(), f64::NEG_INFINITY);
+    }
+
     #[test]
     fn pairs_come_from_flat_arrays_and_maps() {
         let flat = Value::Array(vec![bulk("a"), bulk("1.5"), bulk("b"), bulk("2")]);
@@ -345,6 +407,9 @@ mod tests {
         assert_eq!(v, vec![("f".into(), "v".into())]);
         let odd = Value::Array(vec![bulk("a")]);
         assert!(HashMap::<String, String>::from_value(odd).is_err());
+        let set = Value::Set(vec![bulk("a"), bulk("b")]);
+        let e = BTreeMap::<String, String>::from_value(set).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::TypeMismatch);
     }
 
     #[test]

@@ -8,6 +8,7 @@ use std::fmt;
 use std::time::Duration;
 
 use super::keys::OptionKey;
+use super::option_string::quote_if_needed;
 use super::provider::ProviderSays;
 use super::{BacklogPolicy, MaintNotifications, Options, Protocol};
 
@@ -27,9 +28,10 @@ use super::{BacklogPolicy, MaintNotifications, Options, Protocol};
 /// - Durations are written in their key's unit: whole milliseconds (rounded up, so a
 ///   timeout set in code to less than a millisecond is never written as zero), and
 ///   seconds with a fraction where needed for the `maint*` keys.
-/// - Values are written as they are. Values set in code that contain a comma, start or
-///   end with whitespace, or are empty, and durations set in code to zero, cannot be read
-///   back (option strings have no escapes, and `parse` refuses zero durations).
+/// - Values are written as they are, or in double quotes (`"` and `\` escaped) when they
+///   would not read back otherwise: a value holding a comma, starting with a quote, or
+///   starting or ending with whitespace. Empty values and durations set in code to zero
+///   cannot be read back (`parse` refuses them).
 impl fmt::Display for Options {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let defaults = Options::default();
@@ -40,7 +42,7 @@ impl fmt::Display for Options {
         }
         for key in OptionKey::ALL {
             if let Some(value) = value_to_write(self, &defaults, key) {
-                write!(f, "{separator}{}={value}", key.name())?;
+                write!(f, "{separator}{}={}", key.name(), quote_if_needed(&value))?;
                 separator = ",";
             }
         }

@@ -2,8 +2,9 @@
 //! their values, and the checks that can only run once every key has been seen.
 //!
 //! Owns: `OptionKey` (the one list of keys, in the order `Display` writes them) and `Settings`
-//! (options being assembled). Must never: quote a value in an error. A password holding
-//! a comma spills into the next item, so any value may be part of a secret.
+//! (options being assembled). Must never: quote a value in an error, nor anything at all
+//! from an item after an unquoted password: a password holding a comma (or, in a URL
+//! query, an `&`) spills into the next items, so they may be part of the secret.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -117,6 +118,12 @@ impl OptionKey {
             .find(|key| key.name().eq_ignore_ascii_case(name))
     }
 
+    /// Keys whose value is a secret: never written back, and what follows an unquoted
+    /// one may be its tail.
+    fn is_secret(self) -> bool {
+        self == OptionKey::Password
+    }
+
     /// The keys that refine TLS and mean nothing without it.
     fn needs_tls(self) -> bool {
         matches!(
@@ -146,6 +153,11 @@ pub(super) struct Settings {
     tls: TlsOptions,
     /// The first TLS detail key seen, to name it if TLS turns out to be off.
     first_tls_detail: Option<(OptionKey, Position)>,
+    /// Where the last unquoted secret value was (an option-string item, a URL query
+    /// item): every item after it may be its tail, so errors about them quote nothing.
+    after_secret: Option<Position>,
+    /// The keys set by items after an unquoted secret, for the end-of-input checks.
+    keys_after_secret: Vec<OptionKey>,
 }
 
 impl Settings {
@@ -156,46 +168,80 @@ impl Settings {
             ssl: None,
             tls: TlsOptions::default(),
             first_tls_detail: None,
+            after_secret: None,
+            keys_after_secret: Vec::new(),
         }
     }
 
     /// Adds an endpoint item; the error gives the position, not the text.
     pub(super) fn add_endpoint(&mut self, item: &str, at: Position) -> Result<()> {
+        if let Some(secret) = self.after_secret {
+            // Why refused even when it parses: `h:6379,password=hun,ter2` would
+            // otherwise connect to a server named `ter2`, sending a piece of the
+            // password to DNS and writing it in `Display`.
+            return Err(config_error(format!(
+                "an endpoint at {at} is refused (not shown: {}; or list the endpoints before the password)",
+                secret_tail_hint(secret)
+            )));
+        }
         let endpoint = endpoint_from(item)
             .map_err(|why| config_error(format!("bad endpoint at {at}: {why}")))?;
         self.options.endpoints.push(endpoint);
         Ok(())
     }
 
-    /// Applies `name=value` (name matched case-insensitively).
-    pub(super) fn apply(&mut self, name: &str, value: &str, at: Position) -> Result<()> {
+    /// Applies `name=value` (name matched case-insensitively); `quoted` when the value
+    /// was written in double quotes (so it cannot have spilled into later items).
+    pub(super) fn apply(
+        &mut self,
+        name: &str,
+        value: &str,
+        quoted: bool,
+        at: Position,
+    ) -> Result<()> {
         if name.is_empty() {
-            return Err(config_error(format!("missing key before '=' at {at}")));
+            return Err(config_error(format!(
+                "missing key before '=' at {at}{}",
+                self.not_shown()
+            )));
         }
-        // The key is quoted (the caller needs to see what was not understood); a key is
-        // not a value, and a key cannot hold a comma, so it is not a password's tail
-        // unless the password held both a comma and an '=' after it.
-        let key = OptionKey::lookup(name).ok_or_else(|| {
-            config_error(format!(
+        let Some(key) = OptionKey::lookup(name) else {
+            if self.after_secret.is_some() {
+                return Err(config_error(format!(
+                    "unknown option key at {at}{}",
+                    self.not_shown()
+                )));
+            }
+            // Quoted: the caller needs to see what was not understood, and with no
+            // unquoted password before it, this item cannot be a piece of one.
+            return Err(config_error(format!(
                 "unknown option key '{}' at {at}",
                 name.escape_debug()
-            ))
-        })?;
-        self.apply_key(key, value, at)
+            )));
+        };
+        self.apply_key(key, value, at)?;
+        if key.is_secret() && !quoted && matches!(at, Position::Item(_) | Position::QueryItem(_)) {
+            self.after_secret = Some(at);
+        }
+        Ok(())
     }
 
     /// Applies a value to a known key.
     pub(super) fn apply_key(&mut self, key: OptionKey, value: &str, at: Position) -> Result<()> {
+        let hidden = self.not_shown();
         let bad = |expected: &str| {
-            config_error(format!(
-                "bad value for '{}' at {at}: expected {expected}",
-                key.name()
-            ))
+            if hidden.is_empty() {
+                config_error(format!(
+                    "bad value for '{}' at {at}: expected {expected}",
+                    key.name()
+                ))
+            } else {
+                // Not even the key: which key matched says what the password holds.
+                config_error(format!("bad value at {at}{hidden}"))
+            }
         };
-        // Why: Display writes every value but the password back into an option string,
-        // where a comma would end the item; only URLs can smuggle one in (`%2C`).
-        if key != OptionKey::Password && value.contains(',') {
-            return Err(bad("a value without commas"));
+        if self.after_secret.is_some() {
+            self.keys_after_secret.push(key);
         }
         if key.needs_tls() && self.first_tls_detail.is_none() {
             self.first_tls_detail = Some((key, at));
@@ -275,9 +321,13 @@ impl Settings {
         }
         let tls_on = match self.ssl {
             Some((false, at)) if self.scheme_tls => {
+                let (what, hidden) = match self.hidden_after_secret(&[OptionKey::Ssl]) {
+                    Some(hidden) => (format!("a setting at {at}"), hidden),
+                    None => (format!("'ssl=false' at {at}"), String::new()),
+                };
                 return Err(config_error(format!(
-                    "'ssl=false' at {at} contradicts the rediss:// (or valkeys://) scheme"
-                )))
+                    "{what} contradicts the rediss:// (or valkeys://) scheme{hidden}"
+                )));
             }
             Some((on, _)) => on || self.scheme_tls,
             None => self.scheme_tls,
@@ -285,22 +335,35 @@ impl Settings {
         // Explicit either way: `ssl=false` must beat a provider's TLS default.
         self.options.explicit.tls = self.ssl.is_some() || self.scheme_tls;
         if tls_on {
-            match (&self.tls.client_cert_file, &self.tls.client_key_file) {
-                (Some(_), None) => {
+            let pair_hidden = self.hidden_after_secret(&[OptionKey::SslCert, OptionKey::SslKey]);
+            match (
+                &self.tls.client_cert_file,
+                &self.tls.client_key_file,
+                pair_hidden,
+            ) {
+                (Some(_), None, None) => {
                     return Err(config_error("'sslCert' needs 'sslKey' (its private key)"))
                 }
-                (None, Some(_)) => {
+                (None, Some(_), None) => {
                     return Err(config_error(
                         "'sslKey' needs 'sslCert' (the certificate it belongs to)",
                     ))
                 }
+                (Some(_), None, Some(hidden)) | (None, Some(_), Some(hidden)) => {
+                    return Err(config_error(format!(
+                        "a client certificate and its private key go together{hidden}"
+                    )))
+                }
                 _ => {}
             }
-            self.options.tls = Some(self.tls);
+            self.options.tls = Some(std::mem::take(&mut self.tls));
         } else if let Some((key, at)) = self.first_tls_detail {
+            let (what, hidden) = match self.hidden_after_secret(&[key]) {
+                Some(hidden) => (format!("the setting at {at}"), hidden),
+                None => (format!("'{}' at {at}", key.name()), String::new()),
+            };
             return Err(config_error(format!(
-                "'{}' at {at} needs TLS: add ssl=true or use a rediss:// URL (without TLS it would do nothing)",
-                key.name()
+                "{what} needs TLS: add ssl=true or use a rediss:// URL (without TLS it would do nothing){hidden}"
             )));
         }
         let (min, max) = (
@@ -308,6 +371,12 @@ impl Settings {
             self.options.reconnect_max_delay,
         );
         if min > max {
+            let reconnect = [OptionKey::ReconnectMin, OptionKey::ReconnectMax];
+            if let Some(hidden) = self.hidden_after_secret(&reconnect) {
+                return Err(config_error(format!(
+                    "the minimum reconnect delay is greater than the maximum{hidden}"
+                )));
+            }
             return Err(config_error(format!(
                 "reconnectMin ({} ms) is greater than reconnectMax ({} ms)",
                 min.as_millis(),
@@ -315,6 +384,35 @@ impl Settings {
             )));
         }
         Ok(self.options)
+    }
+
+    /// What an error about the current item says instead of quoting it, when it
+    /// follows an unquoted secret; empty otherwise.
+    pub(super) fn not_shown(&self) -> String {
+        self.after_secret
+            .map(|secret| format!(" (not shown: {})", secret_tail_hint(secret)))
+            .unwrap_or_default()
+    }
+
+    /// `Some(what to say instead)` when any of `keys` was set after an unquoted secret.
+    fn hidden_after_secret(&self, keys: &[OptionKey]) -> Option<String> {
+        let secret = self.after_secret?;
+        keys.iter()
+            .any(|k| self.keys_after_secret.contains(k))
+            .then(|| format!(" (not shown: {})", secret_tail_hint(secret)))
+    }
+}
+
+/// Why something after the secret at `secret` is not shown, and how to write a secret
+/// that holds the separator.
+fn secret_tail_hint(secret: Position) -> String {
+    match secret {
+        Position::QueryItem(_) => format!(
+            "it follows the password at {secret} and may be part of it: percent-encode an '&' in a password as %26"
+        ),
+        _ => format!(
+            "it follows the unquoted password at {secret} and may be part of it: write a password that holds a comma in double quotes, password=\"...\""
+        ),
     }
 }
 

@@ -69,7 +69,7 @@ pub(super) fn endpoint_from(s: &str) -> std::result::Result<Endpoint, &'static s
     }
     // Why these: each is a delimiter of URLs or option strings, so a host holding one is
     // a mis-split input (often a password with an unencoded '@' or '/'), not a host.
-    if host.contains(['/', '?', '#', '@', ',', '=', '[', ']', '%']) {
+    if host.contains(['/', '?', '#', '@', ',', '=', '[', ']', '%', '"']) {
         return Err("the host contains a character no host name can hold");
     }
     Ok(Endpoint::new(host, port))
@@ -155,10 +155,20 @@ impl Options {
     /// endpoint (`host[:port]`, `[v6]:port`; see below). At least one endpoint is needed.
     ///
     /// - Keys are case-insensitive. Whitespace around items, keys and values is trimmed.
-    /// - **Values may not contain commas**: the comma always ends the item (there is no
-    ///   escape). A value may contain `=` (only the first `=` splits key from value). In
-    ///   URLs, a `%2C` in a value other than `password` is rejected for the same reason:
-    ///   it could not be written back as an option string.
+    /// - A value may be written in **double quotes**, and must be when it holds a comma
+    ///   (`password="hun,ter2"`), starts with `"`, or starts or ends with whitespace
+    ///   that is part of it. Inside the quotes, `\"` is a quote and `\\` a backslash;
+    ///   any other backslash is an error (a mistyped secret must not become another one
+    ///   in silence); everything else, commas and whitespace included, is the value.
+    ///   After the closing quote only whitespace may come before the next comma. This is
+    ///   the quoting of `redis.conf` and `redis-cli` arguments, without their other
+    ///   escapes. A value that does not start with `"` is taken as written (it may hold
+    ///   `=`, `"` and `\`, but no comma): only the first `=` splits key from value.
+    /// - An **unquoted `password`** may have been cut by a comma it held, its tail read
+    ///   as further items. So no item after it is ever quoted in an error (errors give
+    ///   its position and say why), and an endpoint after it is an error: list the
+    ///   endpoints first, or quote the password. `host:6379,password=hun,ter2` is refused
+    ///   (instead of connecting to a server named `ter2`).
     /// - A key given twice: the last one wins.
     /// - Empty items (a trailing comma) are ignored, but still counted in positions.
     ///
@@ -167,6 +177,13 @@ impl Options {
     /// let o = Options::parse("10.0.0.1:6379, [::1]:6380, user=app, syncTimeout=250").unwrap();
     /// assert_eq!(o.endpoints.len(), 2);
     /// assert_eq!(o.command_timeout.as_millis(), 250);
+    ///
+    /// let o = Options::parse(r#"cache.example:6379,password="hun,ter2",name=web"#).unwrap();
+    /// assert_eq!(o.password.as_ref().unwrap().expose(), "hun,ter2");
+    /// assert_eq!(o.endpoints.len(), 1);
+    ///
+    /// let e = Options::parse("cache.example:6379,password=hun,ter2").unwrap_err();
+    /// assert!(!e.to_string().contains("ter2"), "{e}");
     /// ```
     ///
     /// # Keys
@@ -214,18 +231,22 @@ impl Options {
     ///
     /// An [`ErrorKind::Config`](crate::ErrorKind::Config) error for: an unknown key (named,
     /// with its position: `unknown option key 'fooBar' at item 3`), a bad value (naming the
-    /// key, the position and what was expected), a bad endpoint (its position), no
-    /// endpoint, `reconnectMin` greater than `reconnectMax`, `sslCert` without `sslKey` or
-    /// the reverse, and a URL that cannot be parsed. Errors quote key names and the URL
-    /// scheme, never a value, a host or an endpoint item, so a password cannot leak
-    /// through one, not even when a comma in it has split it into the next item (its
-    /// tail would then be read as an endpoint or a key: another reason for the rule that
-    /// values hold no commas).
+    /// key, the position and what was expected), a bad endpoint (its position), an
+    /// endpoint after an unquoted password, a malformed quoted value, no endpoint,
+    /// `reconnectMin` greater than `reconnectMax`, `sslCert` without `sslKey` or the
+    /// reverse, and a URL that cannot be parsed. Errors quote key names and the URL
+    /// scheme, never a value, a host or an endpoint item. Nothing of an item after an
+    /// unquoted password is quoted, not even a key name, since a comma in the password
+    /// (an `&` in a URL query) may have made it a piece of the password: such an error
+    /// gives the position and says how to quote the password
+    /// (`unknown option key at item 3 (not shown: it follows the unquoted password at
+    /// item 2 and may be part of it: ...)`).
     ///
     /// # Writing back
     ///
     /// [`Options`]'s `Display` writes the option-string form, which parses back to the
-    /// same options **without the password**: `Display` never writes it.
+    /// same options **without the password**: `Display` never writes it. Values that
+    /// need quotes (see above) are written quoted.
     pub fn parse(s: &str) -> Result<Options> {
         let s = s.trim();
         if s.is_empty() {

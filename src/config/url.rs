@@ -105,14 +105,16 @@ fn apply_query(settings: &mut Settings, query: &str) -> Result<()> {
         if item.trim().is_empty() {
             continue;
         }
+        let hidden = settings.not_shown();
         let (key, value) = item
             .split_once('=')
-            .ok_or_else(|| config_error(format!("expected key=value at {at}")))?;
+            .ok_or_else(|| config_error(format!("expected key=value at {at}{hidden}")))?;
         let decode = |part: &str| {
             percent_decode(part)
-                .map_err(|why| config_error(format!("bad percent-encoding at {at}: {why}")))
+                .map_err(|why| config_error(format!("bad percent-encoding at {at}: {why}{hidden}")))
         };
-        settings.apply(decode(key)?.trim(), decode(value)?.trim(), at)?;
+        // Never quoted: a URL writes any character with percent-encoding instead.
+        settings.apply(decode(key)?.trim(), decode(value)?.trim(), false, at)?;
     }
     Ok(())
 }

@@ -39,6 +39,9 @@ struct Inner {
 
 /// Subscribes and publishes. Clone it freely; subscriptions end when dropped.
 ///
+/// Closing the client ends every subscription: `recv`, `iter` and callbacks end
+/// after the messages already queued, and `subscribe` fails with `ErrorKind::Closed`.
+///
 /// Subscriptions are re-established by themselves after a reconnect. Messages are
 /// queued per subscription (bounded by [`SUBSCRIPTION_QUEUE_BOUND`]; when full, the
 /// oldest is dropped and counted in [`Subscription::dropped`]).
@@ -163,6 +166,9 @@ impl Subscriber {
     }
 
     pub(crate) fn add(&self, kind: MessageKind, name: &[u8]) -> Result<Subscription> {
+        if self.inner.registry.is_closed() {
+            return Err(closed_client().with_command(kind.subscribe_command()));
+        }
         let key: Key = (kind, name.to_vec());
         let reg = self.inner.registry.register(key.clone());
         let sub = Subscription {
@@ -182,6 +188,9 @@ impl Subscriber {
         }
         if self.inner.registry.wait_confirmed(&key, deadline) {
             Ok(sub)
+        } else if self.inner.registry.is_closed() {
+            // Closed while waiting: say so at once rather than as a timeout.
+            Err(closed_client().with_command(kind.subscribe_command()))
         } else {
             Err(Error::new(
                 ErrorKind::Timeout,
@@ -219,7 +228,8 @@ impl std::fmt::Debug for Subscription {
 }
 
 impl Subscription {
-    /// Waits for the next message.
+    /// Waits for the next message; `ErrorKind::Closed` once the client is closed (or
+    /// its last handle dropped) and the messages queued before that are read.
     pub fn recv(&self) -> Result<Message> {
         self.rx.recv().map_err(|_| closed())
     }
@@ -239,7 +249,8 @@ impl Subscription {
         self.rx.try_recv().ok()
     }
 
-    /// Messages as they come (ends when the subscription is dropped elsewhere).
+    /// Messages as they come; ends when the client is closed (after the messages
+    /// queued before that), so a `for` loop over it on a thread of its own ends too.
     pub fn iter(&self) -> impl Iterator<Item = Message> + '_ {
         self.rx.iter()
     }
@@ -271,6 +282,10 @@ impl Drop for Subscription {
 
 fn closed() -> Error {
     Error::new(ErrorKind::Closed, "the subscription has ended")
+}
+
+fn closed_client() -> Error {
+    Error::new(ErrorKind::Closed, "the client is closed")
 }
 
 /// A subscription whose messages go to a callback on its own thread.

@@ -44,6 +44,8 @@ struct Entry {
 struct Inner {
     entries: HashMap<Key, Entry>,
     next_id: u64,
+    /// Set by `close`: every queue's sender is gone and no new one is handed out.
+    closed: bool,
 }
 
 /// What a new registration hands back to the subscription.
@@ -72,6 +74,16 @@ impl Registry {
         let mut inner = self.inner.lock();
         inner.next_id += 1;
         let id = inner.next_id;
+        if inner.closed {
+            // The client is closed: the queue is born ended (its sender dropped here),
+            // and nothing is to be sent to a server.
+            return Registration {
+                id,
+                rx,
+                dropped,
+                first: false,
+            };
+        }
         let entry = inner.entries.entry(key).or_default();
         let first = entry.sinks.is_empty();
         entry.sinks.push(Sink {
@@ -103,6 +115,26 @@ impl Registry {
         false
     }
 
+    /// The client closed: drops every queue's sender so that `recv` and `iter` on every
+    /// subscription end (after the messages already queued), wakes any caller waiting
+    /// for a confirmation, and makes later registrations ended from the start.
+    /// Idempotent.
+    pub(crate) fn close(&self) {
+        let entries = {
+            let mut inner = self.inner.lock();
+            inner.closed = true;
+            std::mem::take(&mut inner.entries)
+        };
+        self.confirmed.notify_all();
+        // Dropped outside the lock; the senders go with the entries.
+        drop(entries);
+    }
+
+    /// Whether `close` was called.
+    pub(crate) fn is_closed(&self) -> bool {
+        self.inner.lock().closed
+    }
+
     /// Every name wanted now, for re-subscribing after a reconnect.
     pub(crate) fn wanted(&self) -> Vec<Key> {
         self.inner.lock().entries.keys().cloned().collect()
@@ -128,6 +160,9 @@ impl Registry {
     pub(crate) fn wait_confirmed(&self, key: &Key, deadline: Instant) -> bool {
         let mut inner = self.inner.lock();
         loop {
+            if inner.closed {
+                return false;
+            }
             match inner.entries.get(key) {
                 Some(e) if e.confirmed => return true,
                 None => return false,
@@ -233,6 +268,35 @@ mod tests {
         assert_eq!(reg.dropped.load(Ordering::Relaxed), 5);
         let first = reg.rx.try_recv().unwrap();
         assert_eq!(first.payload, b"5");
+    }
+
+    #[test]
+    fn close_ends_every_queue_and_later_registrations() {
+        let r = Arc::new(Registry::new());
+        let key = (MessageKind::Channel, b"c".to_vec());
+        let reg = r.register(key.clone());
+        r.apply(msg("c", 1));
+        let waiter = {
+            let (r, key) = (r.clone(), key.clone());
+            // Whether it starts waiting before or after the close, it must return.
+            std::thread::spawn(move || {
+                r.wait_confirmed(&key, Instant::now() + std::time::Duration::from_secs(30))
+            })
+        };
+        r.close();
+        r.close();
+        assert!(
+            !waiter.join().unwrap(),
+            "a closed registry confirms nothing"
+        );
+        assert_eq!(reg.rx.recv().unwrap().payload, b"1");
+        assert!(reg.rx.recv().is_err(), "ended after the queued message");
+        assert!(r.is_closed());
+        assert!(r.wanted().is_empty());
+        let late = r.register(key.clone());
+        assert!(!late.first, "nothing to subscribe on a closed client");
+        assert!(late.rx.recv().is_err());
+        assert!(!r.unregister(&key, late.id));
     }
 
     #[test]

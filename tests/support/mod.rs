@@ -7,9 +7,12 @@
 
 pub mod cluster;
 
+use std::collections::BTreeSet;
 use std::net::{TcpListener, TcpStream};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 /// A running `redis-server`.
@@ -29,10 +32,23 @@ pub fn skipped() -> bool {
     false
 }
 
-/// A port nobody listens on right now.
+/// A port nobody listens on right now, and never handed out before by this process.
+///
+/// Only a hint: the port is released before the caller binds it, so another process
+/// (or another test) may take it first. `RedisServer` therefore checks that the server
+/// answering is the one it started, and moves to another port otherwise. The set of
+/// ports handed out stops two tests of one process from even trying the same one.
 pub fn free_port() -> u16 {
-    let l = TcpListener::bind("127.0.0.1:0").expect("bind an ephemeral port");
-    l.local_addr().expect("local addr").port()
+    static HANDED_OUT: Mutex<BTreeSet<u16>> = Mutex::new(BTreeSet::new());
+    for _ in 0..100 {
+        let l = TcpListener::bind("127.0.0.1:0").expect("bind an ephemeral port");
+        let port = l.local_addr().expect("local addr").port();
+        let mut handed_out = HANDED_OUT.lock().unwrap_or_else(|e| e.into_inner());
+        if handed_out.insert(port) {
+            return port;
+        }
+    }
+    panic!("the kernel kept handing out ports this process already used")
 }
 
 fn binary() -> String {
@@ -60,34 +76,76 @@ impl RedisServer {
     }
 
     /// Starts a server with extra `--key value` arguments.
+    ///
+    /// Race-free: a port found free may be taken by another test's server before ours
+    /// binds it. Ours then exits at once (`Address already in use`), while the port
+    /// answers anyway, for the other server. So the server counts as started only when
+    /// our child is alive, has written its pid file (Redis writes it only after binding
+    /// its listening sockets) and the port accepts; otherwise it is retried on another
+    /// port.
     pub fn start_with(extra: &[&str]) -> Option<RedisServer> {
         if skipped() {
             return None;
         }
+        static STARTED: AtomicUsize = AtomicUsize::new(0);
         let args: Vec<String> = extra.iter().map(|s| s.to_string()).collect();
-        for _ in 0..5 {
+        const ATTEMPTS: usize = 10;
+        for _ in 0..ATTEMPTS {
             let port = free_port();
+            // Unique per attempt: a directory per port alone was shared (and removed by
+            // the other's drop) when two tests of one process got the same port.
+            let n = STARTED.fetch_add(1, Ordering::Relaxed);
+            let dir =
+                std::env::temp_dir().join(format!("rr-test-{}-{port}-{n}", std::process::id()));
             let mut server = RedisServer {
                 child: None,
                 port,
-                dir: std::env::temp_dir().join(format!("rr-test-{}-{port}", std::process::id())),
+                dir,
                 args: args.clone(),
             };
             if server.spawn() {
                 return Some(server);
             }
         }
-        panic!("redis-server did not start on any of 5 ephemeral ports");
+        panic!("redis-server did not start on any of {ATTEMPTS} ephemeral ports");
     }
 
+    /// Starts a server on `port` exactly, once; an error when the process that answers
+    /// there is not the one started (or none does). For tests of the start itself.
+    pub fn try_start_on(port: u16, extra: &[&str]) -> Result<RedisServer, String> {
+        static ON: AtomicUsize = AtomicUsize::new(0);
+        let n = ON.fetch_add(1, Ordering::Relaxed);
+        let mut server = RedisServer {
+            child: None,
+            port,
+            dir: std::env::temp_dir().join(format!("rr-test-{}-{port}-on{n}", std::process::id())),
+            args: extra.iter().map(|s| s.to_string()).collect(),
+        };
+        if server.spawn() {
+            Ok(server)
+        } else {
+            Err(format!("no redis-server of ours answers on port {port}"))
+        }
+    }
+
+    fn pid_file(&self) -> PathBuf {
+        self.dir.join("redis.pid")
+    }
+
+    /// Starts the process on `self.port`; true once it is ours that answers there.
     fn spawn(&mut self) -> bool {
         let _ = std::fs::create_dir_all(&self.dir);
+        // A pid file left by a killed earlier run (SIGKILL skips the cleanup) would
+        // vouch for a process that is gone.
+        let _ = std::fs::remove_file(self.pid_file());
         let mut cmd = Command::new(binary());
         cmd.arg("--port")
             .arg(self.port.to_string())
             .args(["--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
             .arg("--dir")
             .arg(&self.dir)
+            .arg("--pidfile")
+            .arg(self.pid_file())
             .args(&self.args)
             .stdout(Stdio::null())
             .stderr(Stdio::null());
@@ -100,15 +158,27 @@ impl RedisServer {
                 binary()
             ),
         };
+        let pid = child.id();
         self.child = Some(child);
-        let port = self.port;
+        let (port, pid_file) = (self.port, self.pid_file());
+        let mut exited = false;
         let up = wait_until(Duration::from_secs(10), || {
-            TcpStream::connect(("127.0.0.1", port)).is_ok()
+            // Exited: the port was taken (or an argument refused); no use waiting.
+            if let Some(c) = self.child.as_mut() {
+                if !matches!(c.try_wait(), Ok(None)) {
+                    exited = true;
+                    return true;
+                }
+            }
+            let ours =
+                std::fs::read_to_string(&pid_file).is_ok_and(|text| text.trim() == pid.to_string());
+            ours && TcpStream::connect(("127.0.0.1", port)).is_ok()
         });
-        if !up {
+        if !up || exited {
             self.kill();
+            return false;
         }
-        up
+        true
     }
 
     /// `redis://127.0.0.1:port`

@@ -27,7 +27,7 @@ fn writes_every_key_in_table_order_and_unit() {
          blockingPool=2,reconnectMax=9000,reconnectMin=50,backlogLimit=7,backlog=failfast,\
          abortConnect=no,protocol=3,keepAlive=1000,syncTimeout=250,connectTimeout=1500,\
          sslVerify=0,sslKey=/k.pem,sslCert=/c.pem,sslCaFile=/ca.pem,sslHost=sni.example,\
-         ssl=yes,defaultDatabase=3,name=web,user=app,password=hunter2,h1:7000,[::1]",
+         ssl=yes,defaultDatabase=3,name=web,user=app,password=\"hunter2\",h1:7000,[::1]",
     );
     assert_eq!(
         o.to_string(),
@@ -70,6 +70,28 @@ fn representative_options_round_trip() {
     ] {
         assert_round_trips(&parse(s));
     }
+}
+
+/// Values that would not read back as written are quoted, with `"` and `\` escaped;
+/// the password is still never written, quoted or not.
+#[test]
+fn values_that_need_quotes_are_written_quoted() {
+    let o = parse(
+        r#"h,password="p,w",user="a,b",name=x"y,ssl=true,sslCaFile=" /c\\a,\"d\" ",sslHost=s"#,
+    );
+    assert_eq!(o.user.as_deref(), Some("a,b"));
+    assert_eq!(o.client_name.as_deref(), Some("x\"y"));
+    let ca = o.tls.as_ref().and_then(|t| t.ca_file.clone()).unwrap();
+    assert_eq!(ca.to_str(), Some(r#" /c\a,"d" "#));
+    assert_eq!(
+        o.to_string(),
+        r#"h:6379,user="a,b",name=x"y,ssl=true,sslHost=s,sslCaFile=" /c\\a,\"d\" ""#
+    );
+    assert_round_trips(&o);
+    let mut o = parse("h");
+    o.user = Some("\"starts with a quote".to_string());
+    assert_eq!(o.to_string(), r#"h:6379,user="\"starts with a quote""#);
+    assert_round_trips(&o);
 }
 
 #[test]

@@ -173,3 +173,116 @@ fn a_value_containing_scheme_like_text_is_not_a_url() {
     let o = parse("h,ssl=true,sslCaFile=file://ca.pem");
     assert!(o.tls.unwrap().ca_file.is_some());
 }
+
+#[test]
+fn quoted_values_hold_commas_quotes_backslashes_and_whitespace() {
+    let o = parse(r#"h:1, password = "hun,ter2" , user=" a\"b\\c ",name=web"#);
+    assert_eq!(o.password.as_ref().unwrap().expose(), "hun,ter2");
+    assert_eq!(o.user.as_deref(), Some(r#" a"b\c "#));
+    assert_eq!(o.client_name.as_deref(), Some("web"));
+    assert_eq!(o.endpoints, vec![Endpoint::new("h", 1)]);
+    // A quoted password is whole: endpoints may follow it.
+    let o = parse(r#"password="a,b",h2:2"#);
+    assert_eq!(o.endpoints, vec![Endpoint::new("h2", 2)]);
+    // A quoted value is still checked like any other.
+    assert!(
+        parse_err(r#"h,syncTimeout=" 250""#).starts_with("bad value for 'syncTimeout' at item 2")
+    );
+    assert!(parse_err(r#"h,user="""#).starts_with("bad value for 'user' at item 2"));
+}
+
+#[test]
+fn malformed_quoted_values_give_their_position_only() {
+    for (s, expected) in [
+        (
+            r#"h,password="Qx7,Zy8"#,
+            "unterminated quoted value at item 2",
+        ),
+        (
+            r#"h,password="Qx7"Zy8,name=a"#,
+            "unexpected text after the closing quote at item 2",
+        ),
+        (
+            r#"h,password="Qx7\Zy8""#,
+            "bad escape in the quoted value at item 2",
+        ),
+    ] {
+        let e = parse_err(s);
+        assert!(e.starts_with(expected), "{s}: {e}");
+        assert!(!e.contains("Qx7") && !e.contains("Zy8"), "{s}: {e}");
+    }
+}
+
+/// The issue's reports: a comma in an unquoted password made its tail an endpoint
+/// (`ter2` went to DNS and to `Display`) or an unknown key quoted in the error.
+#[test]
+fn nothing_after_an_unquoted_password_is_quoted_or_taken_as_an_endpoint() {
+    for (s, expected) in [
+        (
+            "cache.example:6379,password=hun,Qx7",
+            "an endpoint at item 3 is refused",
+        ),
+        (
+            "cache.example:6379,password=hun,Qx7:6380",
+            "an endpoint at item 3 is refused",
+        ),
+        (
+            "cache.example:6379,password=hun,Qx7 2",
+            "an endpoint at item 3 is refused",
+        ),
+        ("h,password=abc,Qx7=f", "unknown option key at item 3"),
+        ("h,password=abc,,Qx7=f", "unknown option key at item 4"),
+        ("h,password=abc,=f", "missing key before '=' at item 3"),
+        ("h,password=abc,syncTimeout=Qx7", "bad value at item 3"),
+        (
+            "h,password=abc,sslHost=Qx7",
+            "the setting at item 3 needs TLS",
+        ),
+        (
+            "h,password=abc,reconnectMin=9000",
+            "the minimum reconnect delay is greater",
+        ),
+        (
+            "h,password=abc,ssl=true,sslCert=Qx7",
+            "a client certificate and its private key",
+        ),
+        (
+            "h,password=abc,Qx7=\"f",
+            "unterminated quoted value at item 3",
+        ),
+    ] {
+        let e = parse_err(s);
+        assert!(e.starts_with(expected), "{s}: {e}");
+        for fragment in [
+            "Qx7",
+            "syncTimeout",
+            "sslHost",
+            "reconnectMin",
+            "9000",
+            "sslCert",
+        ] {
+            assert!(!e.contains(fragment), "{s}: {fragment:?} in {e}");
+        }
+        if !expected.starts_with("unterminated") {
+            assert!(
+                e.contains("password at item 2") && e.contains(r#"password="...""#),
+                "{s}: {e}"
+            );
+        }
+    }
+    // rediss:// with ssl=false after a query password.
+    let e = parse_err("rediss://h?password=abc&ssl=false");
+    assert!(
+        e.starts_with("a setting at query item 2 contradicts"),
+        "{e}"
+    );
+    // Quoting the password (or putting it last) brings the details back.
+    assert_eq!(
+        parse_err(r#"h,password="abc",de=f"#),
+        "unknown option key 'de' at item 3"
+    );
+    assert!(
+        parse_err(r#"h,password="abc",syncTimeout=x"#).starts_with("bad value for 'syncTimeout'")
+    );
+    assert!(parse_err("h,de=f,password=abc").contains("'de' at item 2"));
+}

@@ -10,8 +10,19 @@ use super::assert_round_trips;
 use crate::config::keys::PROVIDERS;
 use crate::config::Options;
 
-/// A value that an option string can carry: printable ASCII without ',' or spaces.
-const PLAIN: &str = "[!-+\\--~]{1,16}";
+/// A value an option string can carry unquoted: printable ASCII without ',' or spaces,
+/// not starting with '"'.
+const PLAIN: &str = "[!#-+\\--~][!-+\\--~]{0,15}";
+
+/// Any text (no control characters): written quoted, it may hold commas, quotes,
+/// backslashes and surrounding whitespace.
+const ANY_TEXT: &str = "[\\PC,\"\\\\ ]{1,16}";
+
+/// `v` in double quotes with `"` and `\` escaped: the documented quoting, written here
+/// independently of the code under test.
+fn quoted(v: &str) -> String {
+    format!("\"{}\"", v.replace('\\', "\\\\").replace('"', "\\\""))
+}
 
 fn endpoint() -> impl Strategy<Value = String> {
     let port = prop_oneof![Just(None), (1u16..).prop_map(Some)];
@@ -66,6 +77,7 @@ fn choice(options: &'static [&'static str]) -> impl Strategy<Value = String> {
 fn items() -> impl Strategy<Value = Vec<(String, String)>> {
     let single = prop_oneof![
         PLAIN.prop_map(|v| ("user".to_string(), v)),
+        ANY_TEXT.prop_map(|v| ("user".to_string(), quoted(&v))),
         PLAIN.prop_map(|v| ("name".to_string(), v)),
         any::<u32>().prop_map(|v| ("defaultDatabase".to_string(), v.to_string())),
         boolean().prop_map(|v| ("ssl".to_string(), v)),
@@ -101,8 +113,8 @@ fn items() -> impl Strategy<Value = Vec<(String, String)>> {
     let tls = (
         truthy(),
         proptest::option::of(PLAIN),
-        proptest::option::of(PLAIN),
-        proptest::option::of((PLAIN, PLAIN)),
+        proptest::option::of(ANY_TEXT.prop_map(|v| quoted(&v))),
+        proptest::option::of((PLAIN, ANY_TEXT.prop_map(|v| quoted(&v)))),
         proptest::option::of(boolean()),
     )
         .prop_map(|(on, host, ca, pair, verify)| {
@@ -133,11 +145,13 @@ fn items() -> impl Strategy<Value = Vec<(String, String)>> {
 }
 
 /// An option string: endpoints, key items (keys in random case), a password, shuffled.
+/// The password holds any text, commas and quotes included, so it is quoted; an
+/// unquoted one (plain text) goes last, as endpoints may not follow it.
 fn option_string() -> impl Strategy<Value = (String, String)> {
     (
         proptest::collection::vec(endpoint(), 1..4),
         items(),
-        "[A-Za-z0-9]{8,16}",
+        prop_oneof!["[A-Za-z0-9]{8,16}", ANY_TEXT],
         any::<u64>(),
     )
         .prop_flat_map(|(endpoints, items, password, case_bits)| {
@@ -151,10 +165,21 @@ fn option_string() -> impl Strategy<Value = (String, String)> {
                 };
                 pieces.push(format!("{key}={value}"));
             }
-            pieces.push(format!("password={password}"));
-            (Just(pieces).prop_shuffle(), Just(password))
+            let plain = password
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'#');
+            let last = if plain && case_bits & (1 << 63) != 0 {
+                Some(format!("password={password}"))
+            } else {
+                pieces.push(format!("password={}", quoted(&password)));
+                None
+            };
+            (Just(pieces).prop_shuffle(), Just(last), Just(password))
         })
-        .prop_map(|(pieces, password)| (pieces.join(","), password))
+        .prop_map(|(mut pieces, last, password)| {
+            pieces.extend(last);
+            (pieces.join(","), password)
+        })
 }
 
 fn url_encode(s: &str) -> String {

@@ -76,6 +76,20 @@ fn errors_never_show_the_password() {
         "h,password=Xyzzy,x=Pl0ver".to_string(),
         // The password as the value of a key that rejects it.
         format!("h,name={SECRET} x"),
+        // The issue's reports: the tail after a comma taken as an endpoint (it went to
+        // DNS and Display), or quoted as an unknown key.
+        "cache.example:6379,password=hun,Xyzzy".to_string(),
+        "cache.example:6379,password=hun,Xyzzy:6380".to_string(),
+        "h,password=abc,Xyzzy=Pl0ver".to_string(),
+        "h,password=abc,Xyzzy=f".to_string(),
+        "h,password=abc,syncTimeout=Xyzzy".to_string(),
+        "h,password=abc,,Pl0ver".to_string(),
+        "redis://h?password=abc&Xyzzy=Pl0ver".to_string(),
+        "redis://h?password=abc&Xyzzy".to_string(),
+        // Malformed quoting around the secret.
+        format!(r#"h,password="{SECRET}"#),
+        format!(r#"h,password="{SECRET}"x,name=a"#),
+        format!(r#"h,password="{SECRET}\n""#),
     ];
     for input in &inputs {
         assert!(Options::parse(input).is_err(), "{input:?} should fail");
@@ -88,4 +102,16 @@ fn percent_encoded_comma_in_url_password_is_kept_whole_and_hidden() {
     let o = Options::parse("redis://:Xyzzy%2CPl0ver@h").unwrap();
     assert_eq!(o.password.as_ref().unwrap().expose(), "Xyzzy,Pl0ver");
     check("redis://:Xyzzy%2CPl0ver@h");
+}
+
+#[test]
+fn a_quoted_password_with_commas_and_quotes_is_kept_whole_and_hidden() {
+    let input = r#"h:1,password="Xyzzy,Pl0ver \"9137\"",name=web"#;
+    let o = Options::parse(input).unwrap();
+    assert_eq!(
+        o.password.as_ref().unwrap().expose(),
+        r#"Xyzzy,Pl0ver "9137""#
+    );
+    assert_eq!(o.to_string(), "h:1,name=web");
+    check(input);
 }

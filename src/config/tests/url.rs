@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use super::{parse, parse_err};
+use super::{assert_round_trips, parse, parse_err};
 use crate::config::{Endpoint, Protocol, TlsOptions};
 
 #[test]
@@ -168,11 +168,49 @@ fn unknown_query_key_is_named_with_its_position() {
 }
 
 #[test]
-fn commas_in_query_values_are_rejected_except_in_the_password() {
-    let e = parse_err("redis://h?name=a%2Cb");
-    assert!(e.contains("'name'") && e.contains("commas"), "{e}");
+fn commas_in_query_values_are_kept_and_written_back_quoted() {
+    let o = parse("redis://h?name=a%2Cb&sslCaFile=%22x&ssl=true");
+    assert_eq!(o.client_name.as_deref(), Some("a,b"));
+    assert_eq!(
+        o.to_string(),
+        r#"h:6379,name="a,b",ssl=true,sslCaFile="\"x""#
+    );
+    assert_round_trips(&o);
     let o = parse("redis://h?password=a%2Cb");
     assert_eq!(o.password.unwrap().expose(), "a,b");
+}
+
+/// An unencoded '&' cuts a query password: nothing after it is quoted in an error.
+#[test]
+fn items_after_a_query_password_are_not_quoted() {
+    for (url, expected) in [
+        (
+            "redis://h?password=ab&Qx7=f",
+            "unknown option key at query item 2",
+        ),
+        (
+            "redis://h?password=ab&Qx7",
+            "expected key=value at query item 2",
+        ),
+        (
+            "redis://h?password=ab&syncTimeout=Qx7",
+            "bad value at query item 2",
+        ),
+        (
+            "redis://h?password=ab&Qx7=%zz",
+            "bad percent-encoding at query item 2",
+        ),
+    ] {
+        let e = parse_err(url);
+        assert!(e.starts_with(expected), "{url}: {e}");
+        assert!(e.contains("%26"), "{url}: {e}");
+        assert!(
+            !e.contains("Qx7") && !e.contains("syncTimeout"),
+            "{url}: {e}"
+        );
+    }
+    // Before the password, keys are named as usual.
+    assert!(parse_err("redis://h?fooBar=1&password=ab").contains("'fooBar'"));
 }
 
 #[test]
