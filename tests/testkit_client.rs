@@ -238,3 +238,59 @@ fn a_slow_reply_fails_only_callers_whose_own_deadline_passed() {
     server.delay_replies(None);
     assert_eq!(db.get::<String>("k").unwrap(), "v");
 }
+
+/// A server that is down reads as what it is: the error of a call that waited for the
+/// connection names the last attempt's cause (refused, a refused password), not only
+/// "timed out"; a group that cannot start says why for each member.
+#[test]
+fn errors_name_the_real_cause_of_a_disconnect() {
+    use resilient_redis::availability::{Group, GroupOptions, Member};
+    use resilient_redis::{ErrorKind, FailureKind};
+    let server = FakeServer::start().unwrap();
+    server.refuse_connections(true);
+    let addr = server.addr();
+    // The default backlog: the call waits (its own timeout) for a connection.
+    let client = Client::connect(
+        format!("{addr},abortConnect=false,syncTimeout=300,connectTimeout=300").as_str(),
+    )
+    .unwrap();
+    let e = client.database().get::<Option<String>>("k").unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Timeout, "{e}");
+    assert_eq!(e.failure(), Some(FailureKind::ConnectFailed), "{e}");
+    assert!(e.to_string().to_lowercase().contains("refused"), "{e}");
+    // Fail fast: the same cause, at once.
+    let client = Client::connect(
+        format!("{addr},abortConnect=false,backlog=failfast,connectTimeout=300").as_str(),
+    )
+    .unwrap();
+    let e = client.database().get::<Option<String>>("k").unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::ConnectionClosed, "{e}");
+    assert!(e.to_string().to_lowercase().contains("refused"), "{e}");
+
+    // A refused password is named as such, and never quoted.
+    let guarded = FakeServer::builder().password("right").start().unwrap();
+    let client = Client::connect(
+        format!(
+            "{},password=wrong-secret,abortConnect=false,syncTimeout=300,connectTimeout=300",
+            guarded.addr()
+        )
+        .as_str(),
+    )
+    .unwrap();
+    let e = client.database().get::<Option<String>>("k").unwrap_err();
+    assert_eq!(e.failure(), Some(FailureKind::AuthenticationFailure), "{e}");
+    assert!(!e.to_string().contains("wrong-secret"), "{e}");
+
+    // A group whose members are all down says why for each of them.
+    let e = Group::connect(
+        vec![
+            Member::new(format!("{addr},connectTimeout=300")).with_name("east"),
+            Member::new(format!("{addr},connectTimeout=300")).with_name("west"),
+        ],
+        GroupOptions::default(),
+    )
+    .unwrap_err();
+    let text = e.to_string();
+    assert!(text.contains("east: ") && text.contains("west: "), "{text}");
+    assert!(text.to_lowercase().contains("refused"), "{text}");
+}

@@ -126,7 +126,10 @@ impl Group {
         if !chosen || shared.active().is_none() {
             return Err(Error::new(
                 ErrorKind::Connect,
-                "no member of the group could be reached",
+                format!(
+                    "no member of the group could be reached ({})",
+                    shared.member_causes()
+                ),
             ));
         }
         Ok(group)

@@ -39,7 +39,14 @@ impl GroupRouter {
             } else {
                 ErrorKind::ConnectionClosed
             },
-            "no member of the group is available",
+            if closed {
+                "the group is closed".to_string()
+            } else {
+                format!(
+                    "no member of the group is available ({})",
+                    self.handle.0.member_causes()
+                )
+            },
         )
     }
 

@@ -129,6 +129,30 @@ impl GroupShared {
         }
     }
 
+    /// Why each member cannot serve, for an error that says no member could:
+    /// `m0: cannot connect: Connection refused; m1: still connecting`.
+    pub(crate) fn member_causes(&self) -> String {
+        self.members
+            .read()
+            .iter()
+            .map(|m| {
+                let view = *m.inner.view.read();
+                let cause = match m.client() {
+                    _ if view.connected && view.unhealthy => "flagged unhealthy".to_string(),
+                    _ if view.connected => "connected".to_string(),
+                    Some(c) => match c.last_connect_error() {
+                        Some(e) => e.to_string(),
+                        None if !view.settled => "still connecting".to_string(),
+                        None => "disconnected".to_string(),
+                    },
+                    None => "not started".to_string(),
+                };
+                format!("{}: {cause}", m.name())
+            })
+            .collect::<Vec<_>>()
+            .join("; ")
+    }
+
     pub(crate) fn follow(&self, follower: Weak<dyn MemberFollower>) {
         let mut followers = self.followers.lock();
         followers.retain(|f| f.strong_count() > 0);

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use parking_lot::{Mutex, RwLock};
 
 use crate::connection::{Connection, ConnectionConfig};
-use crate::error::FailureKind;
+use crate::error::{Error, ErrorKind, FailureKind};
 
 /// Reconnect bookkeeping, owned by the supervisor.
 #[derive(Debug, Default)]
@@ -15,6 +15,9 @@ pub(crate) struct ReconnectState {
     pub attempt: u32,
     pub next_at: Option<Instant>,
     pub was_connected: bool,
+    /// Why the last attempt failed (refused, DNS, TLS, authentication); cleared when
+    /// one succeeds. Calls that waited for the connection in vain say it.
+    pub last_error: Option<Error>,
 }
 
 pub(crate) struct Link {
@@ -116,5 +119,28 @@ impl Link {
             conn.close(FailureKind::ClosedByClient);
             conn.join();
         }
+    }
+}
+
+/// What a call that could not be sent tells its caller about the connection: the last
+/// attempt's error (connection refused, a name that does not resolve, a certificate
+/// refused, a password refused) and the failure kind it stands for.
+pub(crate) fn why_disconnected(last: Option<&Error>) -> (String, FailureKind) {
+    match last {
+        None => (String::new(), FailureKind::SocketClosed),
+        Some(e) => {
+            let kind = match e.kind() {
+                ErrorKind::Auth => FailureKind::AuthenticationFailure,
+                _ => FailureKind::ConnectFailed,
+            };
+            (format!("; last attempt: {}", e.detail()), kind)
+        }
+    }
+}
+
+impl Link {
+    /// The last attempt's error, if the last attempt failed.
+    pub(crate) fn last_error(&self) -> Option<Error> {
+        self.reconnect.lock().last_error.clone()
     }
 }

@@ -330,6 +330,18 @@ impl Client {
         }
     }
 
+    /// Why the client is not connected, when it is not: the last connection attempt's
+    /// error of the first server that is down (refused, DNS, TLS, authentication).
+    pub(crate) fn last_connect_error(&self) -> Option<Error> {
+        self.handle
+            .inner
+            .deployment
+            .nodes()
+            .iter()
+            .filter(|n| n.current().is_none())
+            .find_map(|n| n.interactive.last_error())
+    }
+
     /// Starts closing without waiting for the supervisor thread (a group stops every
     /// member first, then waits for them all, so hung dials overlap).
     pub(crate) fn stop(&self) {
@@ -404,8 +416,10 @@ fn connect_first(deployment: &Arc<Deployment>) -> Result<()> {
         return Err(e);
     }
     log::warn!("not connected yet ({e}); retrying in the background");
+    let node = deployment.make_node(options.endpoints[0].clone())?;
+    node.interactive.reconnect.lock().last_error = Some(e);
+    deployment.push(node);
     deployment.signal_connection();
-    deployment.push(deployment.make_node(options.endpoints[0].clone())?);
     Ok(())
 }
 

@@ -15,7 +15,7 @@ use parking_lot::{Condvar, Mutex};
 use super::blocking::BlockingPool;
 use super::events::{ClientEvent, EventBus};
 use super::handoff::NodeHandoff;
-use super::link::Link;
+use super::link::{why_disconnected, Link};
 use crate::config::{BacklogPolicy, Endpoint};
 use crate::connection::slot::Outcome;
 use crate::connection::{deadline_after, Connection, ConnectionConfig, RequestError};
@@ -189,11 +189,13 @@ impl Node {
     fn wait_for_connection(&self, deadline: Instant) -> Result<()> {
         let options = &self.interactive.config.options;
         if options.backlog == BacklogPolicy::FailFast {
+            let (why, failure) = why_disconnected(self.interactive.last_error().as_ref());
             return Err(Error::new(
                 ErrorKind::ConnectionClosed,
-                "not connected (backlog=failfast)",
+                format!("not connected (backlog=failfast){why}"),
             )
             .with_endpoint(self.endpoint.to_string())
+            .with_failure(failure)
             .with_maintenance(maintenance_in_force(self))
             .unsent());
         }
@@ -215,12 +217,13 @@ impl Node {
                 if self.current().is_some() {
                     break;
                 }
+                let (why, failure) = why_disconnected(self.interactive.last_error().as_ref());
                 return Err(Error::new(
                     ErrorKind::Timeout,
-                    "timed out waiting for the connection to come back",
+                    format!("timed out waiting for a connection{why}"),
                 )
                 .with_endpoint(self.endpoint.to_string())
-                .with_failure(FailureKind::SocketClosed)
+                .with_failure(failure)
                 .with_maintenance(maintenance_in_force(self)));
             }
         }

@@ -242,6 +242,7 @@ fn reconnect_if_due(node: &Node, link: &Link) -> Option<Result<Connection, ()>> 
                 let mut st = link.reconnect.lock();
                 st.attempt = 0;
                 st.next_at = None;
+                st.last_error = None;
                 st.was_connected
             };
             log::info!("{}: connected", node.endpoint);
@@ -255,6 +256,7 @@ fn reconnect_if_due(node: &Node, link: &Link) -> Option<Result<Connection, ()>> 
         Err(error) => {
             let mut st = link.reconnect.lock();
             st.attempt = st.attempt.saturating_add(1);
+            st.last_error = Some(error.clone());
             let options = &link.config.options;
             let delay = backoff(
                 st.attempt,
