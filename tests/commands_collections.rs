@@ -254,3 +254,77 @@ fn wrong_type_in_every_family() {
         }
     });
 }
+
+/// Every typed sorted-set method, run on the testkit's fake and on a real server over
+/// both protocols: the same results in the same shapes, so users' tests on the fake
+/// mean what they would on a server.
+#[test]
+fn every_typed_sorted_set_method_behaves_the_same_on_the_fake() {
+    use resilient_redis::config::Protocol;
+    use resilient_redis::testkit::FakeServer;
+    use std::time::Duration;
+    let Some(server) = server() else { return };
+    let fake = FakeServer::start().unwrap();
+    let transcript = |db: &Database| -> Vec<String> {
+        let k = "zs";
+        let _ = db.del(k);
+        let mut t = Vec::new();
+        t.push(format!("{:?}", db.zadd(k, "a", 1.0)));
+        t.push(format!(
+            "{:?}",
+            db.zadd_multiple(k, [(2.0, "b"), (3.5, "c"), (4.0, "d"), (5.0, "e")])
+        ));
+        t.push(format!("{:?}", db.zscore(k, "c")));
+        t.push(format!("{:?}", db.zscore(k, "nope")));
+        t.push(format!("{:?}", db.zincr(k, "a", 0.5)));
+        t.push(format!("{:?}", db.zcard(k)));
+        t.push(format!("{:?}", db.zcount(k, 2, "(4")));
+        t.push(format!("{:?}", db.zcount(k, "-inf", "+inf")));
+        t.push(format!("{:?}", db.zrange::<String>(k, 0, -1)));
+        t.push(format!("{:?}", db.zrange_withscores::<String>(k, 1, 2)));
+        t.push(format!("{:?}", db.zrevrange::<String>(k, 0, 1)));
+        t.push(format!("{:?}", db.zrangebyscore::<String>(k, "(1.5", 4)));
+        t.push(format!("{:?}", db.zrank(k, "c")));
+        t.push(format!("{:?}", db.zrevrank(k, "c")));
+        t.push(format!("{:?}", db.zrank(k, "nope")));
+        t.push(format!("{:?}", db.zpopmin::<String>(k, 1)));
+        t.push(format!("{:?}", db.zpopmax::<String>(k, 2)));
+        t.push(format!(
+            "{:?}",
+            db.zadd_multiple(k, [(7.0, "f"), (8.0, "g")])
+        ));
+        t.push(format!("{:?}", db.zrem_range_by_rank(k, 0, 0)));
+        t.push(format!("{:?}", db.zrem_range_by_score(k, 7, "(8")));
+        t.push(format!("{:?}", db.zrem(k, ["g", "nope"])));
+        t.push(format!(
+            "{:?}",
+            db.bzpopmin::<Option<(String, String, f64)>>(k, Duration::from_millis(100))
+        ));
+        t.push(format!("{:?}", db.zadd(k, "h", 9.0)));
+        t.push(format!(
+            "{:?}",
+            db.bzpopmax::<Option<(String, String, f64)>>(k, Duration::from_millis(100))
+        ));
+        t.push(format!("{:?}", db.zcard(k)));
+        t
+    };
+    for protocol in [Protocol::Resp2, Protocol::Resp3] {
+        let real = commands_common::connect(&server, protocol);
+        let mut options = Options::default();
+        options.endpoints = vec![resilient_redis::Endpoint::new("127.0.0.1", fake.port())];
+        options.protocol = Some(protocol);
+        let faked = Client::connect(options).unwrap();
+        let (on_real, on_fake) = (transcript(&real.database()), transcript(&faked.database()));
+        for (i, (r, f)) in on_real.iter().zip(&on_fake).enumerate() {
+            assert_eq!(
+                f, r,
+                "{protocol:?}, step {i}: the fake differs from the server"
+            );
+        }
+        assert_eq!(on_real.len(), on_fake.len());
+        assert!(
+            on_real.iter().all(|line| line.starts_with("Ok(")),
+            "{on_real:?}"
+        );
+    }
+}

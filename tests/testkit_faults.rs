@@ -65,6 +65,11 @@ fn fail_command_answers_with_the_chosen_error() {
         "-TRYAGAIN Multiple keys request during rehashing of slot",
     );
     assert_eq!(db.incr("n", 1).unwrap_err().kind(), ErrorKind::TryAgain);
+    server.clear_failures();
+    // A rule on the name a user thinks of fires for what the typed method sends.
+    server.fail_command("INCR", "-LOADING Redis is loading the dataset in memory");
+    assert_eq!(db.incr("n", 1).unwrap_err().kind(), ErrorKind::Loading);
+    assert_eq!(db.decr("n", 1).unwrap(), -1, "DECR has its own rule");
     server.fail_command("PING", "-BUSY Redis is busy running a script.");
     assert_eq!(db.ping().unwrap_err().kind(), ErrorKind::Busy);
     server.clear_failures();

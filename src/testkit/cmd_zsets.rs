@@ -1,6 +1,8 @@
 //! Sorted-set commands: ZADD (NX|XX, GT|LT, CH, INCR), ZREM, ZSCORE and ZINCRBY (a
 //! double in RESP3, a bulk string in RESP2), ZCARD, ZRANGE (by index or BYSCORE, REV,
-//! LIMIT, WITHSCORES: `[member, double]` pairs in RESP3, a flat array in RESP2), ZRANK.
+//! LIMIT, WITHSCORES: `[member, double]` pairs in RESP3, a flat array in RESP2), ZRANK,
+//! ZREVRANK, ZREVRANGE and ZRANGEBYSCORE (as ZRANGE REV / BYSCORE), ZCOUNT,
+//! ZREMRANGEBYRANK, ZREMRANGEBYSCORE. Pops are in `cmd_zsets_pop`.
 
 use super::cmd_lists::clamp_range;
 use super::reply::{self, bulk_value, err, format_float, int, nil, parse_float, parse_int, Reply};
@@ -262,4 +264,102 @@ pub(crate) fn zrank(ctx: &mut Ctx<'_, '_>, args: &[Vec<u8>]) -> Reply {
         },
         Err(()) => reply::wrong_type(),
     }
+}
+
+/// `ZREVRANGE key start stop [WITHSCORES]`: `ZRANGE ... REV`.
+pub(crate) fn zrevrange(ctx: &mut Ctx<'_, '_>, args: &[Vec<u8>]) -> Reply {
+    let mut rewritten = args[..4].to_vec();
+    rewritten.push(b"REV".to_vec());
+    rewritten.extend_from_slice(&args[4..]);
+    zrange(ctx, &rewritten)
+}
+
+/// `ZRANGEBYSCORE key min max [WITHSCORES] [LIMIT offset count]`: `ZRANGE ... BYSCORE`.
+pub(crate) fn zrangebyscore(ctx: &mut Ctx<'_, '_>, args: &[Vec<u8>]) -> Reply {
+    let mut rewritten = args[..4].to_vec();
+    rewritten.push(b"BYSCORE".to_vec());
+    rewritten.extend_from_slice(&args[4..]);
+    zrange(ctx, &rewritten)
+}
+
+/// The members whose score lies within the BYSCORE bounds `min` and `max`.
+fn within<'z>(
+    z: &'z super::store::ZSet,
+    min: &[u8],
+    max: &[u8],
+) -> Option<Vec<(&'z Vec<u8>, f64)>> {
+    let ((lo, lo_ex), (hi, hi_ex)) = (score_bound(min)?, score_bound(max)?);
+    Some(
+        z.ascending()
+            .filter(|(_, s)| if lo_ex { *s > lo } else { *s >= lo })
+            .filter(|(_, s)| if hi_ex { *s < hi } else { *s <= hi })
+            .collect(),
+    )
+}
+
+/// `ZCOUNT key min max`
+pub(crate) fn zcount(ctx: &mut Ctx<'_, '_>, args: &[Vec<u8>]) -> Reply {
+    let now = ctx.now;
+    match ctx.db().zset_ref(&args[1], now) {
+        Ok(None) => int(0),
+        Ok(Some(z)) => match within(z, &args[2], &args[3]) {
+            Some(v) => int(v.len() as i64),
+            None => err("ERR min or max is not a float"),
+        },
+        Err(()) => reply::wrong_type(),
+    }
+}
+
+/// `ZREVRANK key member`
+pub(crate) fn zrevrank(ctx: &mut Ctx<'_, '_>, args: &[Vec<u8>]) -> Reply {
+    let now = ctx.now;
+    match ctx.db().zset_ref(&args[1], now) {
+        Ok(z) => match z.and_then(|z| z.rank(&args[2]).map(|r| z.len() - 1 - r)) {
+            Some(r) => int(r as i64),
+            None => nil(),
+        },
+        Err(()) => reply::wrong_type(),
+    }
+}
+
+/// `ZREMRANGEBYRANK key start stop`
+pub(crate) fn zremrangebyrank(ctx: &mut Ctx<'_, '_>, args: &[Vec<u8>]) -> Reply {
+    let now = ctx.now;
+    let (Some(start), Some(stop)) = (parse_int(&args[2]), parse_int(&args[3])) else {
+        return reply::not_integer();
+    };
+    let db = ctx.db();
+    let n = match db.zset_mut(&args[1], now, false) {
+        Ok(Some(z)) => {
+            let members: Vec<Vec<u8>> = z.ascending().map(|(m, _)| m.clone()).collect();
+            match clamp_range(start, stop, members.len()) {
+                Some((a, b)) => members[a..=b].iter().filter(|m| z.remove(m)).count(),
+                None => 0,
+            }
+        }
+        Ok(None) => 0,
+        Err(()) => return reply::wrong_type(),
+    };
+    db.drop_if_empty(&args[1]);
+    int(n as i64)
+}
+
+/// `ZREMRANGEBYSCORE key min max`
+pub(crate) fn zremrangebyscore(ctx: &mut Ctx<'_, '_>, args: &[Vec<u8>]) -> Reply {
+    let now = ctx.now;
+    let db = ctx.db();
+    let n = match db.zset_mut(&args[1], now, false) {
+        Ok(Some(z)) => {
+            let Some(doomed) = within(z, &args[2], &args[3])
+                .map(|v| v.into_iter().map(|(m, _)| m.clone()).collect::<Vec<_>>())
+            else {
+                return err("ERR min or max is not a float");
+            };
+            doomed.iter().filter(|m| z.remove(m)).count()
+        }
+        Ok(None) => 0,
+        Err(()) => return reply::wrong_type(),
+    };
+    db.drop_if_empty(&args[1]);
+    int(n as i64)
 }

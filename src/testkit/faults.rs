@@ -77,7 +77,10 @@ impl Faults {
         if s.failures.is_empty() {
             return None;
         }
-        s.failures.get(name).cloned()
+        s.failures
+            .get(name)
+            .or_else(|| family(name).and_then(|f| s.failures.get(f)))
+            .cloned()
     }
 
     /// Counts a command against `close_after_commands`; `true` when the connection
@@ -152,6 +155,11 @@ impl FakeServer {
     /// e.g. `fail_command("GET", "-LOADING Redis is loading the dataset in memory")`.
     /// The leading `-` is optional. Applies before anything else (authentication,
     /// redirects, MULTI queueing), also to commands the fake does not implement.
+    ///
+    /// It matches the command name as sent on the wire, and for `INCR` and `DECR` also
+    /// their `BY` forms, which is what the typed `incr` and `decr` send: a rule for
+    /// `INCR` fails `db.incr(..)` as a user expects (a rule for `INCRBY` fails only
+    /// `INCRBY`).
     pub fn fail_command(&self, command: &str, error: &str) {
         let text = error.strip_prefix('-').unwrap_or(error).to_string();
         self.inner
@@ -188,5 +196,15 @@ impl FakeServer {
         }
         self.hang(false);
         self.refuse_connections(false);
+    }
+}
+
+/// The short command a typed method's wire form stands for (`INCRBY` is how `incr` is
+/// sent), so a rule set on the short name also fires for it.
+fn family(name: &str) -> Option<&'static str> {
+    match name {
+        "INCRBY" => Some("INCR"),
+        "DECRBY" => Some("DECR"),
+        _ => None,
     }
 }

@@ -61,6 +61,7 @@ mod cmd_server;
 mod cmd_sets;
 mod cmd_strings;
 mod cmd_zsets;
+mod cmd_zsets_pop;
 mod conn;
 mod faults;
 mod glob;

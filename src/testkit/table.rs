@@ -9,7 +9,9 @@ use std::sync::OnceLock;
 use super::reply::Reply;
 use super::session::Ctx;
 use super::{cluster, pubsub, transactions};
-use super::{cmd_hashes, cmd_keys, cmd_lists, cmd_server, cmd_sets, cmd_strings, cmd_zsets};
+use super::{
+    cmd_hashes, cmd_keys, cmd_lists, cmd_server, cmd_sets, cmd_strings, cmd_zsets, cmd_zsets_pop,
+};
 
 /// Runs one command with the store locked.
 pub(crate) type Handler = fn(&mut Ctx<'_, '_>, &[Vec<u8>]) -> Reply;
@@ -240,6 +242,22 @@ static COMMANDS: &[Spec] = &[
     spec("zcard", 2, 0, K1, cmd_zsets::zcard),
     spec("zrange", -4, 0, K1, cmd_zsets::zrange),
     spec("zrank", -3, 0, K1, cmd_zsets::zrank),
+    spec("zrevrank", 3, 0, K1, cmd_zsets::zrevrank),
+    spec("zrevrange", -4, 0, K1, cmd_zsets::zrevrange),
+    spec("zrangebyscore", -4, 0, K1, cmd_zsets::zrangebyscore),
+    spec("zcount", 4, 0, K1, cmd_zsets::zcount),
+    spec("zremrangebyrank", 4, WRITE, K1, cmd_zsets::zremrangebyrank),
+    spec(
+        "zremrangebyscore",
+        4,
+        WRITE,
+        K1,
+        cmd_zsets::zremrangebyscore,
+    ),
+    spec("zpopmin", -2, WRITE, K1, cmd_zsets_pop::zpopmin),
+    spec("zpopmax", -2, WRITE, K1, cmd_zsets_pop::zpopmax),
+    spec("bzpopmin", -3, WRITE, (1, -2, 1), cmd_zsets_pop::bzpopmin),
+    spec("bzpopmax", -3, WRITE, (1, -2, 1), cmd_zsets_pop::bzpopmax),
 ];
 
 /// Container commands: name and the arity of the container itself.
