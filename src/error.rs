@@ -37,7 +37,8 @@ pub enum ErrorKind {
     Io,
     /// No reply within the caller's timeout.
     Timeout,
-    /// Could not connect within the connect timeout or at all.
+    /// Could not connect: refused, unreachable, a name that does not resolve, or no
+    /// connection within the connect timeout (a reply's timeout is `Timeout`).
     Connect,
     /// The server is loading its dataset (`-LOADING`).
     Loading,
@@ -85,6 +86,9 @@ pub enum ErrorKind {
     BacklogFull,
     /// The client or group has been closed.
     Closed,
+    /// No member of an availability group could take the call (each member's cause is
+    /// in the detail); transient: a member may come back, or another take over.
+    Unavailable,
 }
 
 impl ErrorKind {
@@ -106,6 +110,7 @@ impl ErrorKind {
                 | ErrorKind::MasterDown
                 | ErrorKind::ReadOnly
                 | ErrorKind::BacklogFull
+                | ErrorKind::Unavailable
         )
     }
 

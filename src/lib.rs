@@ -116,7 +116,16 @@ pub mod prelude {
         ScriptingCommands, ServerCommands, SetCommands, SetOptions, SortedSetCommands,
         StreamCommands, StreamEntry, StringCommands, ToArgs,
     };
-    pub use crate::{Client, Database, Options, Subscriber};
+    // Not `Result`: a one-parameter alias in a glob import would shadow std's
+    // `Result<T, E>` in the user's module.
+    pub use crate::{Client, Database, Error, ErrorKind, Options, Subscriber};
+}
+
+/// The channel types `events()` and subscriptions hand out (crossbeam's), re-exported so
+/// their names need no extra dependency: `for e in client.events().iter()`,
+/// `recv_timeout(..)` giving `Err(RecvTimeoutError::Disconnected)` once closed.
+pub mod channel {
+    pub use crossbeam_channel::{Receiver, RecvError, RecvTimeoutError, TryRecvError};
 }
 
 // The README's and the guides' code blocks are compiled (and, unless marked `no_run`,

@@ -201,3 +201,19 @@ fn group_close_and_drop_end_a_group_events_watcher() {
         join_within(watcher, "the group events watcher");
     }
 }
+
+#[test]
+fn the_channel_types_are_re_exported_and_the_prelude_has_the_error_types() {
+    use resilient_redis::channel::{Receiver, RecvTimeoutError as Re};
+    use resilient_redis::prelude::*;
+    let server = FakeServer::start().unwrap();
+    let client = connect(&server);
+    let events: Receiver<ClientEvent> = client.events();
+    client.close();
+    assert!(matches!(
+        events.recv_timeout(DEADLINE),
+        Err(Re::Disconnected)
+    ));
+    let e: Error = client.database().ping().unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Closed);
+}

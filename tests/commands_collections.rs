@@ -283,6 +283,7 @@ fn every_typed_sorted_set_method_behaves_the_same_on_the_fake() {
         t.push(format!("{:?}", db.zrange::<String>(k, 0, -1)));
         t.push(format!("{:?}", db.zrange_withscores::<String>(k, 1, 2)));
         t.push(format!("{:?}", db.zrevrange::<String>(k, 0, 1)));
+        t.push(format!("{:?}", db.zrevrange_withscores::<String>(k, 0, 1)));
         t.push(format!("{:?}", db.zrangebyscore::<String>(k, "(1.5", 4)));
         t.push(format!("{:?}", db.zrank(k, "c")));
         t.push(format!("{:?}", db.zrevrank(k, "c")));

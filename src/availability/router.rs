@@ -37,7 +37,7 @@ impl GroupRouter {
             if closed {
                 ErrorKind::Closed
             } else {
-                ErrorKind::ConnectionClosed
+                ErrorKind::Unavailable
             },
             if closed {
                 "the group is closed".to_string()

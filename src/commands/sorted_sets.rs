@@ -87,6 +87,20 @@ pub trait SortedSetCommands: Commands {
         )
     }
 
+    /// `ZREVRANGE key start stop WITHSCORES`: `(member, score)` pairs, highest first.
+    fn zrevrange_withscores<T: FromValue>(
+        &self,
+        key: impl ToArgs,
+        start: i64,
+        stop: i64,
+    ) -> Self::Out<Vec<(T, f64)>> {
+        let cmd = Cmd::typed("ZREVRANGE", ReadOnly)
+            .key(key)
+            .arg(start)
+            .arg(stop);
+        self.run(cmd.arg("WITHSCORES"))
+    }
+
     /// `ZRANGEBYSCORE key min max`: members with a score in the range, lowest first.
     fn zrangebyscore<T: FromValue>(
         &self,

@@ -159,12 +159,11 @@ pub(crate) fn connect_tcp(
         }
     }
     let e = last.unwrap_or_else(|| io::Error::new(io::ErrorKind::TimedOut, "connect timed out"));
-    let kind = if e.kind() == io::ErrorKind::TimedOut || e.kind() == io::ErrorKind::WouldBlock {
-        ErrorKind::Timeout
-    } else {
-        ErrorKind::Connect
-    };
-    Err(Error::new(kind, format!("cannot connect: {e}")))
+    // A dial that timed out is a failure to connect, not a reply that came late.
+    Err(Error::new(
+        ErrorKind::Connect,
+        format!("cannot connect: {e}"),
+    ))
 }
 
 fn connect_addr(addr: SocketAddr, timeout: Duration) -> io::Result<TcpStream> {
