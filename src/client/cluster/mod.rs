@@ -366,8 +366,24 @@ pub(crate) fn refresh(deployment: &Deployment, state: &ClusterState) {
         }
     }
     let Some(topology) = topology else {
+        log::debug!("topology refresh: no node answered");
         return;
     };
+    if log::log_enabled!(log::Level::Debug) {
+        let shards: Vec<String> = topology
+            .shards
+            .iter()
+            .map(|s| {
+                format!(
+                    "{}+{}r/{}",
+                    s.master.endpoint,
+                    s.replicas.len(),
+                    s.slots.len()
+                )
+            })
+            .collect();
+        log::debug!("topology refresh: {}", shards.join(" "));
+    }
     let known: Vec<Endpoint> = nodes.iter().map(|n| n.endpoint.clone()).collect();
     let gone = state.apply(&topology, &known);
     for info in topology.nodes() {
