@@ -33,6 +33,10 @@ pub(crate) struct Shard {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Topology {
     pub shards: Vec<Shard>,
+    /// Nodes listed but not serving (failed, loading): never routed to, but still
+    /// members of the cluster, so not retired (a failed master may come back as a
+    /// replica; only `CLUSTER FORGET` removes a node).
+    pub unhealthy: Vec<Endpoint>,
 }
 
 impl Topology {
@@ -136,9 +140,11 @@ pub(crate) fn parse_shards(reply: &Value, queried: &Endpoint, tls: bool) -> Resu
                         let Some((info, healthy)) = shard_node(node, queried, tls) else {
                             continue;
                         };
-                        if info.is_master && healthy {
+                        if !healthy {
+                            topology.unhealthy.push(info.endpoint);
+                        } else if info.is_master {
                             master = Some(info);
-                        } else if healthy {
+                        } else {
                             replicas.push(info);
                         }
                     }
