@@ -6,7 +6,7 @@
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpStream;
 use std::process::Command;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -465,6 +465,7 @@ pub struct Load {
     stop: Arc<AtomicBool>,
     threads: Vec<(usize, JoinHandle<Vec<Call>>)>,
     attempts: Vec<Arc<Mutex<Vec<Call>>>>,
+    successes: Vec<Arc<AtomicU64>>,
 }
 
 /// What a load recorded, per shard (in the order the tags were given).
@@ -489,7 +490,10 @@ impl Load {
         let stop = Arc::new(AtomicBool::new(false));
         let mut handles = Vec::new();
         let mut attempts = Vec::new();
+        let mut successes = Vec::new();
         for (shard, tags) in shard_tags.iter().enumerate() {
+            let served = Arc::new(AtomicU64::new(0));
+            successes.push(served.clone());
             let failed = Arc::new(Mutex::new(Vec::new()));
             attempts.push(failed.clone());
             let db = match &retry {
@@ -509,7 +513,7 @@ impl Load {
             };
             for t in 0..threads {
                 let tag = tags[t % tags.len()].clone();
-                let (db, stop) = (db.clone(), stop.clone());
+                let (db, stop, served) = (db.clone(), stop.clone(), served.clone());
                 let handle = std::thread::Builder::new()
                     .name(format!("load {shard}.{t}"))
                     .spawn(move || {
@@ -519,6 +523,7 @@ impl Load {
                             let key = format!("{{{tag}}}:{t}:{}", i % 64);
                             let began = Instant::now();
                             let error = db.set(&key, i).err().map(|e| e.kind());
+                            served.fetch_add(u64::from(error.is_none()), Ordering::Relaxed);
                             calls.push(Call {
                                 end: start.elapsed(),
                                 took: began.elapsed(),
@@ -528,6 +533,7 @@ impl Load {
                             // A promoted replica may have missed the last write
                             // (replication is asynchronous): any value is an answer.
                             let error = db.get::<Option<u64>>(&key).err().map(|e| e.kind());
+                            served.fetch_add(u64::from(error.is_none()), Ordering::Relaxed);
                             calls.push(Call {
                                 end: start.elapsed(),
                                 took: began.elapsed(),
@@ -546,7 +552,19 @@ impl Load {
             stop,
             threads: handles,
             attempts,
+            successes,
         }
+    }
+
+    /// Successful calls on `shard` so far.
+    pub fn successes(&self, shard: usize) -> u64 {
+        self.successes[shard].load(Ordering::Relaxed)
+    }
+
+    /// Waits (up to `within`) until `shard` has served `n` more calls than now.
+    pub fn wait_served(&self, shard: usize, n: u64, within: Duration) -> bool {
+        let target = self.successes(shard) + n;
+        wait_until(within, || self.successes(shard) >= target)
     }
 
     /// Stops every thread and collects what they recorded.
