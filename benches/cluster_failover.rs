@@ -185,7 +185,13 @@ fn one_run() -> Run {
         let (port, tag) = (shards[0].0, tags[0][0].clone());
         thread::spawn(move || raw_load(port, &tag, &stop, &successes))
     };
-    thread::sleep(Duration::from_secs(1));
+    // `CLUSTER_FAILOVER_WARMUP_SECS` (default 1): load before the graceful failover; past
+    // the keep-alive (10 s), idle connections to the replicas have seen heartbeats.
+    let warmup = std::env::var("CLUSTER_FAILOVER_WARMUP_SECS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1);
+    thread::sleep(Duration::from_secs(warmup));
 
     // Graceful, on shard A.
     let replica_a = shards[0].1.expect("shard A has a replica");

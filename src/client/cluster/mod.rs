@@ -324,7 +324,7 @@ impl ClusterState {
         let listed: Vec<&Endpoint> = topology
             .nodes()
             .map(|n| &n.endpoint)
-            .chain(&topology.unhealthy)
+            .chain(&topology.unrouted)
             .collect();
         let mut absent = self.absent.lock();
         let mut gone = Vec::new();
@@ -574,4 +574,117 @@ pub(crate) fn subscriptions_for(
             None => state.subscription_home(k).as_ref() == Some(endpoint),
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::topology::{NodeInfo, Shard, Topology};
+    use super::*;
+
+    fn ep(port: u16) -> Endpoint {
+        Endpoint::new("10.0.0.1", port)
+    }
+
+    fn node(port: u16, is_master: bool) -> NodeInfo {
+        NodeInfo {
+            id: None,
+            endpoint: ep(port),
+            aliases: Vec::new(),
+            is_master,
+        }
+    }
+
+    /// Two shards: 7000 (replica 7001) owns 0-8191; 7002 (no replica) owns 8192-16000;
+    /// 16001-16383 are uncovered; 7003 is failed.
+    fn state() -> ClusterState {
+        let state = ClusterState::new();
+        let topology = Topology {
+            shards: vec![
+                Shard {
+                    slots: vec![(0, 8191)],
+                    master: node(7000, true),
+                    replicas: vec![node(7001, false)],
+                },
+                Shard {
+                    slots: vec![(8192, 16000)],
+                    master: node(7002, true),
+                    replicas: Vec::new(),
+                },
+            ],
+            unrouted: vec![ep(7003)],
+        };
+        state.apply(&topology, &[]);
+        state
+    }
+
+    #[test]
+    fn owners_and_uncovered_slots() {
+        let state = state();
+        assert_eq!(state.owners(), (vec![ep(7000), ep(7002)], true));
+        // Covering the rest settles it.
+        for slot in 16001..SLOT_COUNT {
+            state.assign(slot, &ep(7002));
+        }
+        assert_eq!(state.owners(), (vec![ep(7000), ep(7002)], false));
+        // A master that lost its last slot is no longer an owner.
+        for slot in 0..8192 {
+            state.assign(slot, &ep(7002));
+        }
+        assert_eq!(state.owners(), (vec![ep(7002)], false));
+    }
+
+    #[test]
+    fn whether_a_waiting_call_still_belongs_where_it_waits() {
+        let state = state();
+        let table = [
+            // (slot, where it waits, still routed there)
+            (Some(5), 7000, true),
+            (Some(5), 7001, true), // a replica read
+            (Some(5), 7002, false),
+            (Some(9000), 7000, false),
+            (Some(16100), 7000, true), // uncovered: stay
+            (None, 7002, true),        // keyless: any master
+            (None, 7001, false),
+        ];
+        for (slot, port, want) in table {
+            assert_eq!(
+                state.still_routes(slot, &ep(port)),
+                want,
+                "{slot:?} on {port}"
+            );
+        }
+        // The promotion: 7001 takes slot 5; a call waiting on 7000 moves.
+        state.assign(5, &ep(7001));
+        assert!(!state.still_routes(Some(5), &ep(7000)));
+        assert!(state.still_routes(Some(5), &ep(7001)));
+    }
+
+    #[test]
+    fn a_failed_node_still_listed_is_not_retired_and_a_forgotten_one_is() {
+        let state = ClusterState::new();
+        let known = [ep(7000), ep(7003), ep(7009)];
+        let topology = Topology {
+            shards: vec![Shard {
+                slots: vec![(0, 16383)],
+                master: node(7000, true),
+                replicas: Vec::new(),
+            }],
+            unrouted: vec![ep(7003)],
+        };
+        let mut gone = Vec::new();
+        for _ in 0..ABSENT_REFRESHES_BEFORE_RETIRING {
+            gone.extend(state.apply(&topology, &known));
+        }
+        assert_eq!(gone, vec![ep(7009)]);
+    }
+
+    #[test]
+    fn hurrying_is_claimed_once_a_second_per_node() {
+        let state = ClusterState::new();
+        let now = Instant::now();
+        assert!(state.claim_hurry(&ep(7000), now));
+        assert!(!state.claim_hurry(&ep(7000), now + Duration::from_millis(500)));
+        assert!(state.claim_hurry(&ep(7001), now));
+        assert!(state.claim_hurry(&ep(7000), now + Duration::from_secs(1)));
+    }
 }

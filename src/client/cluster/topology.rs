@@ -33,10 +33,10 @@ pub(crate) struct Shard {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Topology {
     pub shards: Vec<Shard>,
-    /// Nodes listed but not serving (failed, loading): never routed to, but still
-    /// members of the cluster, so not retired (a failed master may come back as a
-    /// replica; only `CLUSTER FORGET` removes a node).
-    pub unhealthy: Vec<Endpoint>,
+    /// Nodes listed but not routed to: failed or loading ones, and the replicas of a
+    /// shard whose master failed (one of them is about to be promoted). Still members
+    /// of the cluster, so never retired: only `CLUSTER FORGET` removes a node.
+    pub unrouted: Vec<Endpoint>,
 }
 
 impl Topology {
@@ -141,7 +141,7 @@ pub(crate) fn parse_shards(reply: &Value, queried: &Endpoint, tls: bool) -> Resu
                             continue;
                         };
                         if !healthy {
-                            topology.unhealthy.push(info.endpoint);
+                            topology.unrouted.push(info.endpoint);
                         } else if info.is_master {
                             master = Some(info);
                         } else {
@@ -152,12 +152,15 @@ pub(crate) fn parse_shards(reply: &Value, queried: &Endpoint, tls: bool) -> Resu
                 _ => {}
             }
         }
-        if let Some(master) = master {
-            topology.shards.push(Shard {
+        match master {
+            Some(master) => topology.shards.push(Shard {
                 slots,
                 master,
                 replicas,
-            });
+            }),
+            None => topology
+                .unrouted
+                .extend(replicas.into_iter().map(|r| r.endpoint)),
         }
     }
     Ok(topology)
@@ -320,9 +323,50 @@ mod tests {
         );
         assert_eq!(t.shards[0].replicas.len(), 1);
         assert!(t.shards[1].slots.is_empty());
+        assert!(t.unrouted.is_empty());
         let table = t.slot_table();
         assert_eq!(table[0], Some(0));
         assert_eq!(table[8192], None);
+    }
+
+    #[test]
+    fn a_failed_master_leaves_its_slots_unowned_and_its_shard_listed_unrouted() {
+        let with_health = |v: Value, health: &str| match v {
+            Value::Map(mut pairs) => {
+                pairs.retain(|(k, _)| k != &bulk("health"));
+                pairs.push((bulk("health"), bulk(health)));
+                Value::Map(pairs)
+            }
+            other => other,
+        };
+        // Between the node timeout and the promotion: the master is `fail`, its
+        // replica not yet a master. Then a replica that is still loading.
+        let reply = Value::Array(vec![Value::Map(vec![
+            (
+                bulk("slots"),
+                Value::Array(vec![Value::Int(0), Value::Int(16383)]),
+            ),
+            (
+                bulk("nodes"),
+                Value::Array(vec![
+                    with_health(node("a", 7000, "master", ""), "fail"),
+                    node("b", 7001, "replica", ""),
+                    with_health(node("c", 7002, "replica", ""), "loading"),
+                ]),
+            ),
+        ])]);
+        let t = parse_shards(&reply, &Endpoint::new("seed", 7000), false).unwrap();
+        assert!(t.shards.is_empty());
+        assert!(t.slot_table().iter().all(Option::is_none));
+        // All three stay members: the replica is about to be promoted.
+        assert_eq!(
+            t.unrouted,
+            vec![
+                Endpoint::new("10.0.0.1", 7000),
+                Endpoint::new("10.0.0.1", 7002),
+                Endpoint::new("10.0.0.1", 7001),
+            ]
+        );
     }
 
     #[test]
