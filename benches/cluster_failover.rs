@@ -255,6 +255,22 @@ fn one_run() -> Run {
         kinds.dedup_by(|a, b| a == b);
         kinds
     };
+    if let Some(start) = LOG_START.get() {
+        let at = |shard: usize, from: Instant, to: Instant| {
+            let (began, gap) = record.max_gap_span(shard, from, to);
+            format!(
+                "{gap:?} from {:.3}",
+                began.saturating_duration_since(*start).as_secs_f64()
+            )
+        };
+        eprintln!(
+            "longest gaps: graceful {} (failover at {:.3}); kill, other shards {} / {}",
+            at(0, graceful_at, graceful_end),
+            graceful_at.saturating_duration_since(*start).as_secs_f64(),
+            at(0, kill_at, end),
+            at(2, kill_at, end),
+        );
+    }
     eprintln!(
         "failed attempts: graceful {:?}; kill {:?}; failback {:?}",
         attempts(0, graceful_at, graceful_end),
@@ -319,7 +335,10 @@ fn raw_load(port: u16, tag: &str, stop: &AtomicBool, successes: &Mutex<Vec<Insta
     }
 }
 
-/// The client's log on stderr, with milliseconds since start and the thread's name.
+/// When the log started (set when `CLUSTER_FAILOVER_LOG` is).
+static LOG_START: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
+
+/// The client's log on stderr, with seconds since start and the thread's name.
 struct Logger {
     start: Instant,
     level: log::LevelFilter,
@@ -329,7 +348,7 @@ impl Logger {
     fn install(level: &str) {
         let level = level.parse().unwrap_or(log::LevelFilter::Info);
         let logger = Box::leak(Box::new(Logger {
-            start: Instant::now(),
+            start: *LOG_START.get_or_init(Instant::now),
             level,
         }));
         if log::set_logger(logger).is_ok() {

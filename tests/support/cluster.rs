@@ -597,9 +597,15 @@ impl Record {
 
     /// The longest stretch in `[from, to]` without a successful call on `shard`.
     pub fn max_gap(&self, shard: usize, from: Instant, to: Instant) -> Duration {
+        self.max_gap_span(shard, from, to).1
+    }
+
+    /// The longest stretch in `[from, to]` without a successful call on `shard`: when
+    /// it began and how long it lasted.
+    pub fn max_gap_span(&self, shard: usize, from: Instant, to: Instant) -> (Instant, Duration) {
         let (from, to) = (self.offset(from), self.offset(to));
         let mut last = from;
-        let mut gap = Duration::ZERO;
+        let mut gap = (from, Duration::ZERO);
         for c in self.shards[shard].iter().filter(|c| c.error.is_none()) {
             if c.end < from {
                 continue;
@@ -607,10 +613,15 @@ impl Record {
             if c.end > to {
                 break;
             }
-            gap = gap.max(c.end - last);
+            if c.end - last > gap.1 {
+                gap = (last, c.end - last);
+            }
             last = c.end;
         }
-        gap.max(to.saturating_sub(last))
+        if to.saturating_sub(last) > gap.1 {
+            gap = (last, to - last);
+        }
+        (self.start + gap.0, gap.1)
     }
 
     /// When `shard` first served a call that ended after `at`, as time after `at`.

@@ -660,7 +660,7 @@ mod tests {
     }
 
     #[test]
-    fn a_failed_node_still_listed_is_not_retired_and_a_forgotten_one_is() {
+    fn an_unrouted_node_is_not_retired_and_a_forgotten_one_is() {
         let state = ClusterState::new();
         let known = [ep(7000), ep(7003), ep(7009)];
         let topology = Topology {
