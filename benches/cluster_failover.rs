@@ -42,9 +42,16 @@ struct Run {
     kill_failed_after: usize,
     kill_failed_before: usize,
     others_gap: Duration,
-    failback_promoted: Duration,
-    failback_failed: usize,
-    failback_gap: Duration,
+    /// `None` when the restarted node did not come back in sync in time (the run's
+    /// failback is then left out).
+    failback: Option<Failback>,
+}
+
+#[derive(Default, Clone)]
+struct Failback {
+    promoted: Duration,
+    failed: usize,
+    gap: Duration,
 }
 
 fn main() {
@@ -61,7 +68,7 @@ fn main() {
     for run in 1..=runs {
         let r = one_run();
         println!(
-            "run {run}: graceful: promoted after {} ms, {} failed, gap {} ms, longest call {} ms, raw socket gap {} ms | kill: promoted after {} ms, served {} after, {} failed after promotion ({} before), other shards' gap {} ms | failback: promoted after {} ms, {} failed, gap {} ms",
+            "run {run}: graceful: promoted after {} ms, {} failed, gap {} ms, longest call {} ms, raw socket gap {} ms | kill: promoted after {} ms, served {} after, {} failed after promotion ({} before), other shards' gap {} ms | failback: {}",
             r.graceful_promoted.as_millis(),
             r.graceful_failed,
             r.graceful_gap.as_millis(),
@@ -73,9 +80,15 @@ fn main() {
             r.kill_failed_after,
             r.kill_failed_before,
             r.others_gap.as_millis(),
-            r.failback_promoted.as_millis(),
-            r.failback_failed,
-            r.failback_gap.as_millis(),
+            r.failback.as_ref().map_or_else(
+                || "skipped".to_string(),
+                |f| format!(
+                    "promoted after {} ms, {} failed, gap {} ms",
+                    f.promoted.as_millis(),
+                    f.failed,
+                    f.gap.as_millis()
+                )
+            ),
         );
         results.push(r);
     }
@@ -92,6 +105,12 @@ fn main() {
     println!("|---|---|---|");
     let ms = |f: &dyn Fn(&Run) -> Duration| row(&results, |r| f(r).as_millis() as f64);
     let n = |f: &dyn Fn(&Run) -> usize| row(&results, |r| f(r) as f64);
+    let failbacks: Vec<Failback> = results.iter().filter_map(|r| r.failback.clone()).collect();
+    let fb = |f: &dyn Fn(&Failback) -> f64| {
+        let mut v: Vec<f64> = failbacks.iter().map(f).collect();
+        v.sort_by(|a, b| a.total_cmp(b));
+        median_max(&v)
+    };
     print_row(
         "graceful: replica promoted after CLUSTER FAILOVER (ms)",
         ms(&|r| r.graceful_promoted),
@@ -131,18 +150,26 @@ fn main() {
     );
     print_row(
         "failback to the restarted node: promoted after (ms)",
-        ms(&|r| r.failback_promoted),
+        fb(&|f| f.promoted.as_millis() as f64),
     );
-    print_row("failback: failed calls", n(&|r| r.failback_failed));
+    print_row("failback: failed calls", fb(&|f| f.failed as f64));
     print_row(
         "failback: longest stretch without a success on the shard (ms)",
-        ms(&|r| r.failback_gap),
+        fb(&|f| f.gap.as_millis() as f64),
     );
 }
 
 fn row(results: &[Run], f: impl Fn(&Run) -> f64) -> (f64, f64) {
     let mut v: Vec<f64> = results.iter().map(f).collect();
     v.sort_by(|a, b| a.total_cmp(b));
+    median_max(&v)
+}
+
+/// Median and maximum of sorted figures (`NaN` when there are none).
+fn median_max(v: &[f64]) -> (f64, f64) {
+    if v.is_empty() {
+        return (f64::NAN, f64::NAN);
+    }
     let median = if v.len() % 2 == 1 {
         v[v.len() / 2]
     } else {
@@ -221,13 +248,18 @@ fn one_run() -> Run {
             .and_then(|mut c| c.command(&["INFO", "replication"]).ok())
             .is_some_and(|r| r.text().contains("master_link_status:up"))
     });
-    assert!(synced, "the restarted node did not sync");
-    let failback_at = Instant::now();
-    cluster.graceful_failover(master_b);
-    let failback_promoted = RedisCluster::wait_promoted(master_b, Duration::from_secs(20))
-        .expect("the restarted node was promoted");
-    thread::sleep(AFTER);
-    let failback_end = Instant::now();
+    let failback_window = if synced {
+        let at = Instant::now();
+        cluster.graceful_failover(master_b);
+        let promoted = RedisCluster::wait_promoted(master_b, Duration::from_secs(20))
+            .expect("the restarted node was promoted");
+        thread::sleep(AFTER);
+        Some((at, promoted, Instant::now()))
+    } else {
+        let role = RawConn::connect(master_b).and_then(|mut c| c.command(&["ROLE"]).ok());
+        eprintln!("the restarted node did not sync in 30 s (ROLE: {role:?}); no failback this run");
+        None
+    };
     let record = load.finish();
     client.close();
 
@@ -275,7 +307,7 @@ fn one_run() -> Run {
         "failed attempts: graceful {:?}; kill {:?}; failback {:?}",
         attempts(0, graceful_at, graceful_end),
         attempts(1, kill_at, end),
-        attempts(1, failback_at, failback_end)
+        failback_window.map(|(at, _, end)| attempts(1, at, end))
     );
     let failed_between = |shard: usize, from: Instant, to: Instant| {
         let (from, to) = (from - record.start, to - record.start);
@@ -294,9 +326,11 @@ fn one_run() -> Run {
         kill_served: record.served_after(1, promoted_b),
         kill_failed_after: record.failures_after(1, promoted_b).len(),
         kill_failed_before: failed_between(1, kill_at, promoted_b),
-        failback_promoted: failback_promoted - failback_at,
-        failback_failed: failed_between(1, failback_at, failback_end),
-        failback_gap: record.max_gap(1, failback_at, failback_end),
+        failback: failback_window.map(|(at, promoted, end)| Failback {
+            promoted: promoted - at,
+            failed: failed_between(1, at, end),
+            gap: record.max_gap(1, at, end),
+        }),
         others_gap: [0, 2]
             .iter()
             .map(|&s| record.max_gap(s, kill_at, end))
