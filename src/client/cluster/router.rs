@@ -150,7 +150,7 @@ impl<'a> ClusterRouter<'a> {
                 }
                 Err(e) => return Err(e),
             };
-            match self.follow(&reply, &target.endpoint, attempt, deadline)? {
+            match self.follow(cmd, &reply, &target.endpoint, attempt, deadline)? {
                 Some(next) => target = next,
                 None => return Ok(reply),
             }
@@ -162,9 +162,11 @@ impl<'a> ClusterRouter<'a> {
     }
 
     /// What a reply asks us to do next: `None` when it is final; a new target for
-    /// MOVED/ASK; the same target after a pause for TRYAGAIN/CLUSTERDOWN.
+    /// MOVED/ASK; after a pause, the same target for TRYAGAIN and the map's for
+    /// CLUSTERDOWN (the refresh it asked for may have moved the slot meanwhile).
     pub(super) fn follow(
         &self,
+        cmd: &Cmd,
         reply: &Value,
         from: &Endpoint,
         attempt: usize,
@@ -207,8 +209,12 @@ impl<'a> ClusterRouter<'a> {
                     return Ok(None);
                 }
                 std::thread::sleep(pause);
+                let endpoint = match err.kind() {
+                    ErrorKind::ClusterDown => self.first_target(cmd)?,
+                    _ => from.clone(),
+                };
                 Ok(Some(Target {
-                    endpoint: from.clone(),
+                    endpoint,
                     asking: false,
                 }))
             }
