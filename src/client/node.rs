@@ -150,6 +150,21 @@ impl Node {
         timeout: Duration,
         caller_work: bool,
     ) -> Result<Outcome> {
+        self.request_while(frame, replies, timeout, caller_work, &|| true)
+    }
+
+    /// `request`, whose wait in the backlog also ends, with an unsent error, once
+    /// `stay()` turns false (checked on every `wake_backlog`): a cluster call whose
+    /// slot moved to another node while this one was down goes there instead of
+    /// waiting out its timeout here.
+    pub(crate) fn request_while(
+        &self,
+        frame: &[u8],
+        replies: usize,
+        timeout: Duration,
+        caller_work: bool,
+        stay: &dyn Fn() -> bool,
+    ) -> Result<Outcome> {
         let start = Instant::now();
         let deadline = deadline_after(start, timeout);
         let timeouts = &self.interactive.config.timeouts;
@@ -182,11 +197,18 @@ impl Node {
             }
             // A relaxed window (maintenance) also covers the wait for the reconnect it
             // announced; re-read each turn.
-            self.wait_for_connection(deadline_after(start, timeouts.effective(timeout)))?;
+            self.wait_for_connection(deadline_after(start, timeouts.effective(timeout)), stay)?;
         }
     }
 
-    fn wait_for_connection(&self, deadline: Instant) -> Result<()> {
+    /// Wakes the callers waiting in the backlog to ask again whether they still belong
+    /// here (the cluster's slot map changed).
+    pub(crate) fn wake_backlog(&self) {
+        let _guard = self.wait_lock.lock();
+        self.available.notify_all();
+    }
+
+    fn wait_for_connection(&self, deadline: Instant, stay: &dyn Fn() -> bool) -> Result<()> {
         let options = &self.interactive.config.options;
         if options.backlog == BacklogPolicy::FailFast {
             let (why, failure) = why_disconnected(self.interactive.last_error().as_ref());
@@ -213,6 +235,15 @@ impl Node {
         }
         let mut guard = self.wait_lock.lock();
         while self.current().is_none() && !self.is_closed() {
+            // Checked under the lock `wake_backlog` takes, so no wake-up is missed.
+            if !stay() {
+                return Err(Error::new(
+                    ErrorKind::ConnectionClosed,
+                    "not connected, and the call now belongs to another node",
+                )
+                .with_endpoint(self.endpoint.to_string())
+                .unsent());
+            }
             if self.available.wait_until(&mut guard, deadline).timed_out() {
                 if self.current().is_some() {
                     break;

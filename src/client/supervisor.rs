@@ -69,6 +69,14 @@ pub(crate) fn run(deployment: Arc<Deployment>, wake: Receiver<Wake>) {
 pub(crate) fn next_wait(deployment: &Deployment) -> Duration {
     let tick = (deployment.options.keep_alive / 4)
         .clamp(Duration::from_millis(50), Duration::from_millis(250));
+    // A cluster re-reads its topology on its own schedule (every 100-250 ms while a
+    // slot's owner is unreachable).
+    let tick = match deployment.cluster() {
+        Some(state) => tick.min(
+            cluster::next_refresh(deployment, &state).saturating_duration_since(Instant::now()),
+        ),
+        None => tick,
+    };
     deployment
         .nodes()
         .iter()
@@ -143,7 +151,7 @@ pub(crate) fn tick(deployment: &Deployment, heartbeats: &mut Heartbeats) {
     }
     maintenance_pass(deployment, &nodes);
     if let Some(state) = deployment.cluster() {
-        if state.refresh_due() {
+        if cluster::next_refresh(deployment, &state) <= Instant::now() {
             cluster::refresh(deployment, &state);
         }
         for endpoint in state.finish_retirements() {

@@ -4,8 +4,15 @@
 //! Owns: which node serves a slot. Must never: let a burst of MOVED replies cause a
 //! burst of topology queries (refreshes are coalesced), or count our own traffic
 //! (handshakes, heartbeats, topology queries) as work that keeps a node from retiring.
+//!
+//! Failovers: while a slot's owner is unreachable the topology is re-read with a short
+//! back-off until the cluster names another owner or the node answers again (see
+//! `refresh`); callers waiting in a dead owner's backlog are woken by every refresh
+//! and re-routed when their slot moved; a node that has just become an owner is
+//! dialled at once rather than after its reconnect back-off.
 
 mod migration;
+mod refresh;
 mod router;
 pub(crate) mod slot;
 mod split;
@@ -31,8 +38,6 @@ use crate::pubsub::{Key, MessageKind};
 use crate::resp::{write_arg, write_command_header, Value};
 use topology::Topology;
 
-/// How often the topology is re-read when nothing else asks for it.
-pub(crate) const PERIODIC_REFRESH: Duration = Duration::from_secs(30);
 /// A node absent from this many consecutive topologies has left the cluster.
 pub(crate) const ABSENT_REFRESHES_BEFORE_RETIRING: u32 = 3;
 /// The longest a retiring node waits for caller work in flight before it is closed.
@@ -65,6 +70,28 @@ struct SlotMap {
     table: Vec<Option<u16>>,
 }
 
+impl SlotMap {
+    /// The masters that own at least one slot, and whether some slot has no owner.
+    fn owners(&self) -> (Vec<Endpoint>, bool) {
+        let mut owns = vec![false; self.shards.len()];
+        let mut uncovered = false;
+        for entry in &self.table {
+            match entry.and_then(|i| owns.get_mut(i as usize)) {
+                Some(o) => *o = true,
+                None => uncovered = true,
+            }
+        }
+        let owners = self
+            .shards
+            .iter()
+            .zip(owns)
+            .filter(|(_, owns)| *owns)
+            .map(|(s, _)| s.0.clone())
+            .collect();
+        (owners, uncovered)
+    }
+}
+
 pub(crate) struct ClusterState {
     map: RwLock<SlotMap>,
     /// Alias (any name a node answers to) to its canonical endpoint.
@@ -73,7 +100,9 @@ pub(crate) struct ClusterState {
     /// When the refresh an `SMIGRATED` asked for starts (jittered); set once until it
     /// starts, so a burst of notifications makes one refresh.
     migration_refresh_at: Mutex<Option<Instant>>,
-    last_refresh: Mutex<Instant>,
+    plan: Mutex<refresh::RefreshPlan>,
+    /// When each node was last dialled early for having become an owner.
+    hurried: Mutex<HashMap<Endpoint, Instant>>,
     absent: Mutex<HashMap<Endpoint, u32>>,
     retiring: Mutex<Vec<(Arc<Node>, Instant)>>,
     /// Which node carries each sharded subscription.
@@ -98,7 +127,8 @@ impl ClusterState {
             aliases: RwLock::new(HashMap::new()),
             refresh_requested: AtomicBool::new(false),
             migration_refresh_at: Mutex::new(None),
-            last_refresh: Mutex::new(Instant::now()),
+            plan: Mutex::new(refresh::RefreshPlan::default()),
+            hurried: Mutex::new(HashMap::new()),
             absent: Mutex::new(HashMap::new()),
             retiring: Mutex::new(Vec::new()),
             sub_routes: Mutex::new(HashMap::new()),
@@ -144,6 +174,23 @@ impl ClusterState {
         let map = self.map.read();
         let shard = (*map.table.get(slot as usize)?)?;
         map.shards.get(shard as usize).map(|s| s.0.clone())
+    }
+
+    /// Whether a call for `slot` (`None`: keyless) that was sent to `endpoint` still
+    /// belongs there by the map as it is now: its owner or one of the owner's replicas
+    /// (a keyless call: any master). An uncovered slot keeps it where it is.
+    pub(crate) fn still_routes(&self, slot: Option<u16>, endpoint: &Endpoint) -> bool {
+        let map = self.map.read();
+        match slot {
+            Some(slot) => match map.table.get(slot as usize).copied().flatten() {
+                Some(shard) => map
+                    .shards
+                    .get(shard as usize)
+                    .is_some_and(|(m, r)| m == endpoint || r.contains(endpoint)),
+                None => true,
+            },
+            None => map.shards.is_empty() || map.shards.iter().any(|s| s.0 == *endpoint),
+        }
     }
 
     /// A replica serving `slot` (spread by a rotating pick), else its master.
@@ -213,15 +260,38 @@ impl ClusterState {
         }
     }
 
-    /// Whether a refresh is due now: requested, an `SMIGRATED`'s whose delay passed,
-    /// or the periodic one.
-    pub(crate) fn refresh_due(&self) -> bool {
-        self.refresh_requested.load(Ordering::Acquire)
-            || self
-                .migration_refresh_at
-                .lock()
-                .is_some_and(|at| Instant::now() >= at)
-            || self.last_refresh.lock().elapsed() >= PERIODIC_REFRESH
+    /// When the next refresh is due (at or before `now`: now), given whether the map is
+    /// unsettled now (see `refresh::RefreshPlan`).
+    pub(crate) fn next_refresh(&self, now: Instant, unsettled: bool) -> Instant {
+        let migration_at = *self.migration_refresh_at.lock();
+        let mut plan = self.plan.lock();
+        match plan.observe(now, unsettled) {
+            Some(true) => log::debug!(
+                "a slot owner is unreachable or a slot has none: re-reading the topology until that changes"
+            ),
+            Some(false) => log::debug!("every slot has a reachable owner again"),
+            None => {}
+        }
+        plan.next_due(
+            now,
+            self.refresh_requested.load(Ordering::Acquire),
+            migration_at,
+        )
+    }
+
+    /// The masters that own slots now, and whether some slot has no owner.
+    fn owners(&self) -> (Vec<Endpoint>, bool) {
+        self.map.read().owners()
+    }
+
+    /// Whether `endpoint` may be dialled early now (and records that it is).
+    fn claim_hurry(&self, endpoint: &Endpoint, now: Instant) -> bool {
+        let mut hurried = self.hurried.lock();
+        if !refresh::may_hurry(hurried.get(endpoint).copied(), now) {
+            return false;
+        }
+        hurried.insert(endpoint.clone(), now);
+        true
     }
 
     /// Installs a topology: slot map, identity map, nodes to make; counts absences
@@ -248,11 +318,14 @@ impl ClusterState {
             shards,
             table: topology.slot_table(),
         };
-        *self.last_refresh.lock() = Instant::now();
         self.refreshes.fetch_add(1, Ordering::Relaxed);
-        // A node still listed (even without slots) is kept; one missing from several
-        // topologies in a row has left.
-        let listed: Vec<&Endpoint> = topology.nodes().map(|n| &n.endpoint).collect();
+        // A node still listed (even without slots, even failed) is kept; one missing
+        // from several topologies in a row has left.
+        let listed: Vec<&Endpoint> = topology
+            .nodes()
+            .map(|n| &n.endpoint)
+            .chain(&topology.unrouted)
+            .collect();
         let mut absent = self.absent.lock();
         let mut gone = Vec::new();
         for endpoint in known {
@@ -351,6 +424,7 @@ pub(crate) fn refresh(deployment: &Deployment, state: &ClusterState) {
     // Released when the refresh *starts*: requests made during it cause one more.
     state.refresh_requested.store(false, Ordering::Release);
     *state.migration_refresh_at.lock() = None;
+    state.plan.lock().started(Instant::now());
     let timeout = deployment.options.command_timeout;
     let tls = deployment.options.tls.is_some();
     let nodes = deployment.nodes();
@@ -366,13 +440,44 @@ pub(crate) fn refresh(deployment: &Deployment, state: &ClusterState) {
         }
     }
     let Some(topology) = topology else {
+        log::debug!("topology refresh: no node answered");
         return;
     };
+    if log::log_enabled!(log::Level::Debug) {
+        let shards: Vec<String> = topology
+            .shards
+            .iter()
+            .map(|s| {
+                format!(
+                    "{}+{}r/{}",
+                    s.master.endpoint,
+                    s.replicas.len(),
+                    s.slots.len()
+                )
+            })
+            .collect();
+        log::debug!("topology refresh: {}", shards.join(" "));
+    }
     let known: Vec<Endpoint> = nodes.iter().map(|n| n.endpoint.clone()).collect();
+    let (owners_before, _) = state.owners();
     let gone = state.apply(&topology, &known);
     for info in topology.nodes() {
         if let Err(e) = deployment.node_for(&info.endpoint) {
             log::warn!("{}: cannot add node: {e}", info.endpoint);
+        }
+    }
+    // A node that has just become an owner (a promoted replica, a restarted master
+    // failed back to) is dialled now; callers waiting on a node that no longer owns
+    // their slot are woken to go where it went.
+    let (owners, _) = state.owners();
+    for endpoint in owners.iter().filter(|o| !owners_before.contains(o)) {
+        if let Some(node) = deployment.find(endpoint) {
+            hurry_reconnect(deployment, state, &node);
+        }
+    }
+    for node in deployment.nodes() {
+        if node.current().is_none() {
+            node.wake_backlog();
         }
     }
     for endpoint in gone {
@@ -381,6 +486,35 @@ pub(crate) fn refresh(deployment: &Deployment, state: &ClusterState) {
         }
     }
     reroute_subscriptions(deployment, state);
+}
+
+/// When the next refresh is due, judging now whether the map is unsettled: a slot
+/// without an owner, or an owner without a live connection.
+pub(crate) fn next_refresh(deployment: &Deployment, state: &ClusterState) -> Instant {
+    let (owners, uncovered) = state.owners();
+    let unsettled = uncovered
+        || owners.iter().any(|e| {
+            deployment
+                .find(e)
+                .is_none_or(|n| n.current().is_none() && !n.is_closed())
+        });
+    state.next_refresh(Instant::now(), unsettled)
+}
+
+/// Dials `node` at the supervisor's next pass instead of after its reconnect back-off,
+/// when it has no connection: it has just become the owner of slots, and callers are
+/// about to wait for it. Rate-limited per node, so a stale redirect to a dead node
+/// cannot make the supervisor dial it in a loop.
+pub(crate) fn hurry_reconnect(deployment: &Deployment, state: &ClusterState, node: &Node) {
+    if node.current().is_some() || node.is_closed() {
+        return;
+    }
+    if !state.claim_hurry(&node.endpoint, Instant::now()) {
+        return;
+    }
+    node.interactive.reconnect.lock().next_at = None;
+    log::debug!("{}: now a slot owner; reconnecting at once", node.endpoint);
+    let _ = deployment.wake.try_send(super::supervisor::Wake::NodeAdded);
 }
 
 /// Puts every sharded subscription on the node that owns its slot now, at once (not
@@ -440,4 +574,117 @@ pub(crate) fn subscriptions_for(
             None => state.subscription_home(k).as_ref() == Some(endpoint),
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::topology::{NodeInfo, Shard, Topology};
+    use super::*;
+
+    fn ep(port: u16) -> Endpoint {
+        Endpoint::new("10.0.0.1", port)
+    }
+
+    fn node(port: u16, is_master: bool) -> NodeInfo {
+        NodeInfo {
+            id: None,
+            endpoint: ep(port),
+            aliases: Vec::new(),
+            is_master,
+        }
+    }
+
+    /// Two shards: 7000 (replica 7001) owns 0-8191; 7002 (no replica) owns 8192-16000;
+    /// 16001-16383 are uncovered; 7003 is failed.
+    fn state() -> ClusterState {
+        let state = ClusterState::new();
+        let topology = Topology {
+            shards: vec![
+                Shard {
+                    slots: vec![(0, 8191)],
+                    master: node(7000, true),
+                    replicas: vec![node(7001, false)],
+                },
+                Shard {
+                    slots: vec![(8192, 16000)],
+                    master: node(7002, true),
+                    replicas: Vec::new(),
+                },
+            ],
+            unrouted: vec![ep(7003)],
+        };
+        state.apply(&topology, &[]);
+        state
+    }
+
+    #[test]
+    fn owners_and_uncovered_slots() {
+        let state = state();
+        assert_eq!(state.owners(), (vec![ep(7000), ep(7002)], true));
+        // Covering the rest settles it.
+        for slot in 16001..SLOT_COUNT {
+            state.assign(slot, &ep(7002));
+        }
+        assert_eq!(state.owners(), (vec![ep(7000), ep(7002)], false));
+        // A master that lost its last slot is no longer an owner.
+        for slot in 0..8192 {
+            state.assign(slot, &ep(7002));
+        }
+        assert_eq!(state.owners(), (vec![ep(7002)], false));
+    }
+
+    #[test]
+    fn whether_a_waiting_call_still_belongs_where_it_waits() {
+        let state = state();
+        let table = [
+            // (slot, where it waits, still routed there)
+            (Some(5), 7000, true),
+            (Some(5), 7001, true), // a replica read
+            (Some(5), 7002, false),
+            (Some(9000), 7000, false),
+            (Some(16100), 7000, true), // uncovered: stay
+            (None, 7002, true),        // keyless: any master
+            (None, 7001, false),
+        ];
+        for (slot, port, want) in table {
+            assert_eq!(
+                state.still_routes(slot, &ep(port)),
+                want,
+                "{slot:?} on {port}"
+            );
+        }
+        // The promotion: 7001 takes slot 5; a call waiting on 7000 moves.
+        state.assign(5, &ep(7001));
+        assert!(!state.still_routes(Some(5), &ep(7000)));
+        assert!(state.still_routes(Some(5), &ep(7001)));
+    }
+
+    #[test]
+    fn an_unrouted_node_is_not_retired_and_a_forgotten_one_is() {
+        let state = ClusterState::new();
+        let known = [ep(7000), ep(7003), ep(7009)];
+        let topology = Topology {
+            shards: vec![Shard {
+                slots: vec![(0, 16383)],
+                master: node(7000, true),
+                replicas: Vec::new(),
+            }],
+            unrouted: vec![ep(7003)],
+        };
+        let mut gone = Vec::new();
+        for _ in 0..ABSENT_REFRESHES_BEFORE_RETIRING {
+            gone.extend(state.apply(&topology, &known));
+        }
+        assert_eq!(gone, vec![ep(7009)]);
+    }
+
+    #[test]
+    fn hurrying_is_claimed_once_a_second_per_node() {
+        let state = ClusterState::new();
+        let now = Instant::now();
+        assert!(state.claim_hurry(&ep(7000), now));
+        assert!(!state.claim_hurry(&ep(7000), now + Duration::from_millis(500)));
+        assert!(state.claim_hurry(&ep(7001), now));
+        assert!(state.claim_hurry(&ep(7000), now + Duration::from_secs(1)));
+    }
 }

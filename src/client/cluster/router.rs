@@ -2,6 +2,10 @@
 //! updated, refresh requested) and `-ASK` (`ASKING` then the command, map untouched),
 //! waiting out `-TRYAGAIN`/`-CLUSTERDOWN` within the caller's timeout. Redirect loops
 //! end after a bound with a classified error.
+//!
+//! A call waiting for a disconnected node is re-routed by the map as it is when the map
+//! changes (a promoted replica took its slot); `-READONLY` (a stale map sent a write to
+//! a demoted master) asks for a refresh, so a retry goes by the new map.
 
 use std::time::{Duration, Instant};
 
@@ -54,7 +58,16 @@ impl<'a> ClusterRouter<'a> {
             Some(slot) => {
                 let read = cmd.retry_category() == RetryCategory::ReadOnly;
                 if read && self.deployment().options.replica_reads {
-                    self.state.replica_for(slot, pick)
+                    // A replica without a connection (down, or not dialled yet): the
+                    // master serves the read rather than the call waiting for it.
+                    self.state
+                        .replica_for(slot, pick)
+                        .filter(|e| {
+                            self.deployment()
+                                .find(e)
+                                .is_some_and(|n| n.current().is_some())
+                        })
+                        .or_else(|| self.state.master_for(slot))
                 } else {
                     self.state.master_for(slot)
                 }
@@ -86,7 +99,9 @@ impl<'a> ClusterRouter<'a> {
             return node.blocking.run(cmd.frame(), left, block);
         }
         if !target.asking {
-            return match node.request(cmd.frame(), 1, left, true)? {
+            let slot = single_slot(cmd).ok().flatten();
+            let stay = || self.state.still_routes(slot, &target.endpoint);
+            return match node.request_while(cmd.frame(), 1, left, true, &stay)? {
                 Outcome::One(v) => Ok(v),
                 Outcome::Failed(e) => Err(e),
                 Outcome::Many(_) => Err(Error::new(ErrorKind::Protocol, "several replies")),
@@ -111,13 +126,31 @@ impl<'a> ClusterRouter<'a> {
     pub(super) fn route(&self, cmd: &Cmd, timeout: Duration) -> Result<Value> {
         let start = Instant::now();
         let deadline = deadline_after(start, timeout);
+        let slot = single_slot(cmd)?;
         let mut target = Target {
             endpoint: self.first_target(cmd)?,
             asking: false,
         };
         for attempt in 0..MAX_REDIRECTS {
-            let reply = self.send_to(cmd, &target, deadline)?;
-            match self.follow(&reply, &target.endpoint, attempt, deadline)? {
+            let reply = match self.send_to(cmd, &target, deadline) {
+                Ok(reply) => reply,
+                // Never sent, and the map no longer routes the slot there (its owner
+                // died and another was promoted meanwhile): go where it is served now.
+                Err(e)
+                    if e.is_unsent()
+                        && !target.asking
+                        && !self.state.still_routes(slot, &target.endpoint) =>
+                {
+                    log::debug!("{}: re-routed after the map changed", target.endpoint);
+                    target = Target {
+                        endpoint: self.first_target(cmd)?,
+                        asking: false,
+                    };
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
+            match self.follow(cmd, &reply, &target.endpoint, attempt, deadline)? {
                 Some(next) => target = next,
                 None => return Ok(reply),
             }
@@ -129,9 +162,11 @@ impl<'a> ClusterRouter<'a> {
     }
 
     /// What a reply asks us to do next: `None` when it is final; a new target for
-    /// MOVED/ASK; the same target after a pause for TRYAGAIN/CLUSTERDOWN.
+    /// MOVED/ASK; after a pause, the same target for TRYAGAIN and the map's for
+    /// CLUSTERDOWN (the refresh it asked for may have moved the slot meanwhile).
     pub(super) fn follow(
         &self,
+        cmd: &Cmd,
         reply: &Value,
         from: &Endpoint,
         attempt: usize,
@@ -149,6 +184,11 @@ impl<'a> ClusterRouter<'a> {
                 let endpoint = redirect_endpoint(addr, from)?;
                 if err.kind() == ErrorKind::Moved {
                     self.state.moved(slot, &endpoint);
+                    // The new owner may be a node we lost (a restarted master failed
+                    // back to): dial it now, not after its reconnect back-off.
+                    if let Some(node) = self.deployment.find(&self.state.canonical(&endpoint)) {
+                        super::hurry_reconnect(self.deployment, self.state, &node);
+                    }
                 } else {
                     self.state.asked();
                 }
@@ -169,10 +209,20 @@ impl<'a> ClusterRouter<'a> {
                     return Ok(None);
                 }
                 std::thread::sleep(pause);
+                let endpoint = match err.kind() {
+                    ErrorKind::ClusterDown => self.first_target(cmd)?,
+                    _ => from.clone(),
+                };
                 Ok(Some(Target {
-                    endpoint: from.clone(),
+                    endpoint,
                     asking: false,
                 }))
+            }
+            // A write reached a replica: the map is stale (a master was demoted). The
+            // reply is final; a retry goes by the refreshed map.
+            ErrorKind::ReadOnly => {
+                self.state.request_refresh();
+                Ok(None)
             }
             _ => Ok(None),
         }

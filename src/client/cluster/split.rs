@@ -193,7 +193,7 @@ fn follow_alone(
     let mut reply = first;
     let mut from = router.first_target(cmd)?;
     for attempt in 0..MAX_REDIRECTS {
-        match router.follow(&reply, &from, attempt, deadline)? {
+        match router.follow(cmd, &reply, &from, attempt, deadline)? {
             None => return Ok(reply),
             Some(target) => {
                 from = target.endpoint.clone();

@@ -33,6 +33,12 @@ pub(crate) struct Shard {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Topology {
     pub shards: Vec<Shard>,
+    /// Nodes listed but not routed to, still counted as members (never retired):
+    /// loading ones, and every node of a shard that owns slots but has no master
+    /// online (mid-failover: one of its replicas is about to be promoted, or the
+    /// master comes back). A failed node elsewhere (a master whose slots were taken
+    /// over, a replica) is left out, and retired once absent long enough.
+    pub unrouted: Vec<Endpoint>,
 }
 
 impl Topology {
@@ -118,6 +124,7 @@ pub(crate) fn parse_shards(reply: &Value, queried: &Endpoint, tls: bool) -> Resu
         let mut slots = Vec::new();
         let mut master = None;
         let mut replicas = Vec::new();
+        let mut failed = Vec::new();
         for (name, value) in fields {
             match name.as_str() {
                 "slots" => {
@@ -133,31 +140,50 @@ pub(crate) fn parse_shards(reply: &Value, queried: &Endpoint, tls: bool) -> Resu
                 }
                 "nodes" => {
                     for node in items(value).ok_or_else(|| bad("nodes is not an array"))? {
-                        let Some((info, healthy)) = shard_node(node, queried, tls) else {
+                        let Some((info, health)) = shard_node(node, queried, tls) else {
                             continue;
                         };
-                        if info.is_master && healthy {
-                            master = Some(info);
-                        } else if healthy {
-                            replicas.push(info);
+                        match health {
+                            Health::Online if info.is_master => master = Some(info),
+                            Health::Online => replicas.push(info),
+                            Health::Loading => topology.unrouted.push(info.endpoint),
+                            Health::Failed => failed.push(info.endpoint),
                         }
                     }
                 }
                 _ => {}
             }
         }
-        if let Some(master) = master {
-            topology.shards.push(Shard {
+        match master {
+            Some(master) => topology.shards.push(Shard {
                 slots,
                 master,
                 replicas,
-            });
+            }),
+            None if !slots.is_empty() => {
+                topology.unrouted.extend(failed);
+                topology
+                    .unrouted
+                    .extend(replicas.into_iter().map(|r| r.endpoint));
+            }
+            None => {}
         }
     }
     Ok(topology)
 }
 
-fn shard_node(node: &Value, queried: &Endpoint, tls: bool) -> Option<(NodeInfo, bool)> {
+/// A node's `health` in `CLUSTER SHARDS`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Health {
+    /// `online` (or not given: servers that do not say).
+    Online,
+    /// `loading`, or a state this parser does not know: alive, not serving yet.
+    Loading,
+    /// `failed`.
+    Failed,
+}
+
+fn shard_node(node: &Value, queried: &Endpoint, tls: bool) -> Option<(NodeInfo, Health)> {
     let fields = pairs(node)?;
     let get = |k: &str| fields.iter().find(|(n, _)| n == k).map(|(_, v)| *v);
     let port_key = if tls { "tls-port" } else { "port" };
@@ -182,7 +208,11 @@ fn shard_node(node: &Value, queried: &Endpoint, tls: bool) -> Option<(NodeInfo, 
         .map(|h| Endpoint::new(h, port))
         .collect();
     let is_master = get("role").and_then(text).as_deref() == Some("master");
-    let healthy = get("health").and_then(text).is_none_or(|h| h == "online");
+    let health = match get("health").and_then(text).as_deref() {
+        None | Some("online") => Health::Online,
+        Some("failed" | "fail") => Health::Failed,
+        Some(_) => Health::Loading,
+    };
     let id = get("id").and_then(text);
     Some((
         NodeInfo {
@@ -191,7 +221,7 @@ fn shard_node(node: &Value, queried: &Endpoint, tls: bool) -> Option<(NodeInfo, 
             aliases,
             is_master,
         },
-        healthy,
+        health,
     ))
 }
 
@@ -314,9 +344,77 @@ mod tests {
         );
         assert_eq!(t.shards[0].replicas.len(), 1);
         assert!(t.shards[1].slots.is_empty());
+        assert!(t.unrouted.is_empty());
         let table = t.slot_table();
         assert_eq!(table[0], Some(0));
         assert_eq!(table[8192], None);
+    }
+
+    #[test]
+    fn a_failed_master_leaves_its_slots_unowned_and_its_shard_listed_unrouted() {
+        // (Redis says `failed`; `fail`, as CLUSTER NODES writes it, is read the same.)
+        let with_health = |v: Value, health: &str| match v {
+            Value::Map(mut pairs) => {
+                pairs.retain(|(k, _)| k != &bulk("health"));
+                pairs.push((bulk("health"), bulk(health)));
+                Value::Map(pairs)
+            }
+            other => other,
+        };
+        // Between the node timeout and the promotion: the master is `fail`, its
+        // replica not yet a master. Then a replica that is still loading.
+        let reply = Value::Array(vec![Value::Map(vec![
+            (
+                bulk("slots"),
+                Value::Array(vec![Value::Int(0), Value::Int(16383)]),
+            ),
+            (
+                bulk("nodes"),
+                Value::Array(vec![
+                    with_health(node("a", 7000, "master", ""), "failed"),
+                    node("b", 7001, "replica", ""),
+                    with_health(node("c", 7002, "replica", ""), "loading"),
+                ]),
+            ),
+        ])]);
+        let t = parse_shards(&reply, &Endpoint::new("seed", 7000), false).unwrap();
+        assert!(t.shards.is_empty());
+        assert!(t.slot_table().iter().all(Option::is_none));
+        // All three stay members: the replica is about to be promoted.
+        assert_eq!(
+            t.unrouted,
+            vec![
+                Endpoint::new("10.0.0.1", 7002),
+                Endpoint::new("10.0.0.1", 7000),
+                Endpoint::new("10.0.0.1", 7001),
+            ]
+        );
+        // After the promotion the failed master is a shard of its own, without slots:
+        // left out, so retired once absent long enough.
+        let reply = Value::Array(vec![
+            Value::Map(vec![
+                (
+                    bulk("slots"),
+                    Value::Array(vec![Value::Int(0), Value::Int(16383)]),
+                ),
+                (
+                    bulk("nodes"),
+                    Value::Array(vec![node("b", 7001, "master", "")]),
+                ),
+            ]),
+            Value::Map(vec![
+                (bulk("slots"), Value::Array(vec![])),
+                (
+                    bulk("nodes"),
+                    Value::Array(vec![with_health(node("a", 7000, "master", ""), "failed")]),
+                ),
+            ]),
+        ]);
+        let t = parse_shards(&reply, &Endpoint::new("seed", 7000), false).unwrap();
+        assert_eq!(t.shards.len(), 1);
+        assert_eq!(t.shards[0].master.endpoint, Endpoint::new("10.0.0.1", 7001));
+        assert!(t.unrouted.is_empty());
+        assert_eq!(t.nodes().count(), 1);
     }
 
     #[test]
