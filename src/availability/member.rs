@@ -250,8 +250,11 @@ mod tests {
     fn the_default_name_is_the_endpoint_never_the_secret() {
         let m = Member::new("redis://:secret@h1:6379/0");
         assert_eq!(m.name(), "h1:6379");
-        let m = Member::new("password=secret,h2:6380");
+        let m = Member::new("h2:6380,password=\"sec,ret\"");
         assert_eq!(m.name(), "h2:6380");
+        // An endpoint after an unquoted password is refused: no name from it.
+        let m = Member::new("password=secret,h3:6380");
+        assert_eq!(m.name(), "member");
     }
 
     #[test]
