@@ -294,3 +294,41 @@ fn errors_name_the_real_cause_of_a_disconnect() {
     assert!(text.contains("east: ") && text.contains("west: "), "{text}");
     assert!(text.to_lowercase().contains("refused"), "{text}");
 }
+
+/// One hung server never holds up another's reconnect: each dial runs on a worker of
+/// its own, so with default options (5 s connect timeout) a node that drops and comes
+/// straight back serves again while another node's dial hangs in its handshake.
+#[test]
+fn a_node_hung_in_its_handshake_does_not_delay_another_nodes_reconnect() {
+    let cluster = FakeCluster::start(2).unwrap();
+    let client = Client::connect(cluster.url().as_str()).unwrap();
+    let db = client.database();
+    // A key on each node.
+    let key_on = |node: usize| {
+        (0..10_000)
+            .map(|i| format!("k{i}"))
+            .find(|k| cluster.owner_of_key(k.as_bytes()) == Some(node))
+            .unwrap()
+    };
+    let (on_hung, on_healthy) = (key_on(0), key_on(1));
+    db.set(&on_hung, "a").unwrap();
+    db.set(&on_healthy, "b").unwrap();
+    // Node 0 hangs (its redial is stuck in the handshake); both drop their connections.
+    cluster.node(0).hang(true);
+    cluster.node(0).close_all_connections();
+    cluster.node(1).close_all_connections();
+    let started = Instant::now();
+    let mut served = false;
+    while started.elapsed() < Duration::from_secs(10) {
+        if db.get::<String>(&on_healthy).is_ok_and(|v| v == "b") {
+            served = true;
+            break;
+        }
+    }
+    let took = started.elapsed();
+    assert!(served, "node 1 never served again");
+    // Before, the supervisor dialled node 0 first and waited out its connect timeout.
+    assert!(took < Duration::from_secs(4), "{took:?}");
+    cluster.node(0).hang(false);
+    assert_eq!(db.get::<String>(&on_hung).unwrap(), "a");
+}

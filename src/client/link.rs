@@ -1,6 +1,7 @@
 //! `Link`: one reconnecting connection slot of a node (the interactive connection, or
 //! the subscription connection): the live connection if any, and its back-off state.
 
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -30,6 +31,8 @@ pub(crate) struct Link {
     pub(crate) reconnect: Mutex<ReconnectState>,
     /// Serialises on-demand opening so two callers do not both open one.
     pub(crate) open_lock: Mutex<()>,
+    /// A dial worker is under way for this link (one at a time).
+    pub(crate) dialing: AtomicBool,
 }
 
 impl Link {
@@ -40,6 +43,7 @@ impl Link {
             draining: Mutex::new(Vec::new()),
             reconnect: Mutex::new(ReconnectState::default()),
             open_lock: Mutex::new(()),
+            dialing: AtomicBool::new(false),
         }
     }
 

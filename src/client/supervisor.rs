@@ -4,6 +4,7 @@
 //!
 //! Reader and writer threads never sleep or reconnect; everything timed is here.
 
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -35,6 +36,8 @@ pub(crate) enum Wake {
     Resubscribe(Key),
     /// A node's maintenance inbox has work (a handoff to start, slots that moved).
     Maintenance,
+    /// A dial or topology worker finished: look again.
+    WorkerDone,
     /// The client is closing.
     Shutdown,
 }
@@ -97,13 +100,13 @@ pub(crate) fn handle_wake(deployment: &Deployment, wake: &Wake) {
             }
         }
         // The tick that follows every wake-up does the work.
-        Wake::NodeAdded | Wake::Maintenance | Wake::Shutdown => {}
+        Wake::NodeAdded | Wake::Maintenance | Wake::WorkerDone | Wake::Shutdown => {}
     }
 }
 
 /// One pass of timed work: heartbeats, dead-connection checks, reconnects, cluster
 /// refresh and retirement.
-pub(crate) fn tick(deployment: &Deployment, heartbeats: &mut Heartbeats) {
+pub(crate) fn tick(deployment: &Arc<Deployment>, heartbeats: &mut Heartbeats) {
     let nodes = deployment.nodes();
     heartbeats
         .0
@@ -118,33 +121,13 @@ pub(crate) fn tick(deployment: &Deployment, heartbeats: &mut Heartbeats) {
             heartbeats.0.entry(node.endpoint.clone()).or_default();
         match node.current() {
             Some(conn) => watch(node, &node.interactive, &conn, interactive_beat),
-            None => match reconnect_if_due(node, &node.interactive) {
-                Some(Ok(conn)) => {
-                    node.install(conn);
-                    deployment.signal_connection();
-                    super::detect_cluster(deployment);
-                    if let Some(state) = deployment.cluster() {
-                        state.request_refresh();
-                    }
-                }
-                Some(Err(())) => deployment.signal_connection(),
-                None => {}
-            },
+            None => dial(deployment, node, Which::Interactive),
         }
         match node.pubsub.current() {
             Some(conn) => watch(node, &node.pubsub, &conn, pubsub_beat),
             None => {
-                if deployment.subscriptions_for(node).is_empty() {
-                    continue;
-                }
-                // A caller may be opening it on demand right now: one link, never two
-                // (the second would replace a link whose subscriptions are confirmed).
-                let _open = node.pubsub.open_lock.lock();
-                if node.pubsub.current().is_some() {
-                    continue;
-                }
-                if let Some(Ok(conn)) = reconnect_if_due(node, &node.pubsub) {
-                    node.install_pubsub(conn, deployment.subscriptions_for(node));
+                if !deployment.subscriptions_for(node).is_empty() {
+                    dial(deployment, node, Which::Pubsub);
                 }
             }
         }
@@ -152,7 +135,7 @@ pub(crate) fn tick(deployment: &Deployment, heartbeats: &mut Heartbeats) {
     maintenance_pass(deployment, &nodes);
     if let Some(state) = deployment.cluster() {
         if cluster::next_refresh(deployment, &state) <= Instant::now() {
-            cluster::refresh(deployment, &state);
+            refresh_in_background(deployment, &state);
         }
         for endpoint in state.finish_retirements() {
             deployment.remove(&endpoint);
@@ -234,6 +217,94 @@ fn watch(node: &Node, link: &Link, conn: &Arc<Connection>, heartbeat: &mut Optio
         // Heartbeats are never relaxed: a dead server must be noticed during maintenance too.
         let timeout = options.keep_alive.min(options.command_timeout);
         *heartbeat = conn.request_detached(&frame, timeout).ok();
+    }
+}
+
+/// Which of a node's links a dial is for.
+#[derive(Clone, Copy)]
+enum Which {
+    Interactive,
+    Pubsub,
+}
+
+/// Dials a link whose back-off allows on a worker thread of its own (`rr-dial …`), one
+/// at a time per link, so a server that hangs in its handshake (bounded only by
+/// `connectTimeout`) never holds up another server's reconnect, a topology refresh or
+/// a heartbeat. The worker installs what it opened and wakes the supervisor.
+fn dial(deployment: &Arc<Deployment>, node: &Arc<Node>, which: Which) {
+    let link = match which {
+        Which::Interactive => &node.interactive,
+        Which::Pubsub => &node.pubsub,
+    };
+    if link
+        .reconnect
+        .lock()
+        .next_at
+        .is_some_and(|at| at > Instant::now())
+        || link.dialing.swap(true, Ordering::AcqRel)
+    {
+        return;
+    }
+    let (d, n) = (deployment.clone(), node.clone());
+    let spawned = std::thread::Builder::new()
+        .name(format!("rr-dial {}", node.endpoint))
+        .spawn(move || {
+            match which {
+                Which::Interactive => match reconnect_if_due(&n, &n.interactive) {
+                    Some(Ok(conn)) => {
+                        n.install(conn);
+                        d.signal_connection();
+                        super::detect_cluster(&d);
+                        if let Some(state) = d.cluster() {
+                            state.request_refresh();
+                        }
+                    }
+                    Some(Err(())) => d.signal_connection(),
+                    None => {}
+                },
+                Which::Pubsub => {
+                    // A caller may be opening it on demand right now: one link, never
+                    // two (the second would replace one whose subscriptions are
+                    // confirmed).
+                    let _open = n.pubsub.open_lock.lock();
+                    if n.pubsub.current().is_none() && !n.is_closed() {
+                        if let Some(Ok(conn)) = reconnect_if_due(&n, &n.pubsub) {
+                            n.install_pubsub(conn, d.subscriptions_for(&n));
+                        }
+                    }
+                }
+            }
+            let link = match which {
+                Which::Interactive => &n.interactive,
+                Which::Pubsub => &n.pubsub,
+            };
+            link.dialing.store(false, Ordering::Release);
+            let _ = d.wake.try_send(Wake::WorkerDone);
+        });
+    if let Err(e) = spawned {
+        link.dialing.store(false, Ordering::Release);
+        log::warn!("{}: cannot start a dial thread: {e}", node.endpoint);
+    }
+}
+
+/// Re-reads the cluster topology on a worker thread (`rr-topology`), one at a time: a
+/// node that hangs holds up that query (bounded by the command timeout), never the
+/// supervisor's other work.
+fn refresh_in_background(deployment: &Arc<Deployment>, state: &Arc<cluster::ClusterState>) {
+    if !state.begin_refresh() {
+        return;
+    }
+    let (d, s) = (deployment.clone(), state.clone());
+    let spawned = std::thread::Builder::new()
+        .name("rr-topology".to_string())
+        .spawn(move || {
+            cluster::refresh(&d, &s);
+            s.end_refresh();
+            let _ = d.wake.try_send(Wake::WorkerDone);
+        });
+    if let Err(e) = spawned {
+        state.end_refresh();
+        log::warn!("cannot start a topology thread: {e}");
     }
 }
 

@@ -115,6 +115,8 @@ pub(crate) struct ClusterState {
     slot_migrations: AtomicU64,
     slot_migrations_ignored: AtomicU64,
     pick: AtomicU64,
+    /// A topology worker is under way (one at a time).
+    refreshing: AtomicBool,
 }
 
 impl ClusterState {
@@ -126,6 +128,7 @@ impl ClusterState {
             }),
             aliases: RwLock::new(HashMap::new()),
             refresh_requested: AtomicBool::new(false),
+            refreshing: AtomicBool::new(false),
             migration_refresh_at: Mutex::new(None),
             plan: Mutex::new(refresh::RefreshPlan::default()),
             hurried: Mutex::new(HashMap::new()),
@@ -262,6 +265,16 @@ impl ClusterState {
 
     /// When the next refresh is due (at or before `now`: now), given whether the map is
     /// unsettled now (see `refresh::RefreshPlan`).
+    /// Claims the one background refresh; `false` when one is under way already.
+    pub(crate) fn begin_refresh(&self) -> bool {
+        !self.refreshing.swap(true, Ordering::AcqRel)
+    }
+
+    /// Releases the claim of [`ClusterState::begin_refresh`].
+    pub(crate) fn end_refresh(&self) {
+        self.refreshing.store(false, Ordering::Release);
+    }
+
     pub(crate) fn next_refresh(&self, now: Instant, unsettled: bool) -> Instant {
         let migration_at = *self.migration_refresh_at.lock();
         let mut plan = self.plan.lock();
