@@ -332,3 +332,51 @@ fn a_node_hung_in_its_handshake_does_not_delay_another_nodes_reconnect() {
     cluster.node(0).hang(false);
     assert_eq!(db.get::<String>(&on_hung).unwrap(), "a");
 }
+
+/// After `SMIGRATED`, a sharded subscription goes where the cluster's own topology says
+/// (an address the client can dial), after the jitter, not to the target the
+/// notification names, which may be an internal address the client cannot dial.
+#[test]
+fn a_sharded_subscription_follows_its_slot_by_the_topology_not_an_undialable_target() {
+    use resilient_redis::testkit::Notification;
+    let cluster = FakeCluster::start(2).unwrap();
+    // Only the notification can move the subscription: no unsolicited SUNSUBSCRIBE.
+    cluster.set_sunsubscribe_on_migration(false);
+    let (client, _db) = cluster_client(&cluster);
+    let channel = "{ch}events";
+    let slot = key_slot(channel.as_bytes());
+    let from = cluster.slot_owner(slot).unwrap();
+    let to = 1 - from;
+    let sub = client.subscriber();
+    let s = sub.ssubscribe(channel).unwrap();
+    let five = Duration::from_secs(5);
+    publish_until_received(|| sub.spublish(channel, "before"), &s, "before", five);
+    cluster.migrate(slot..=slot, from, to, false).unwrap();
+    // Announced with a target nobody listens on, as an internal address would be.
+    let undialable = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .unwrap();
+    cluster.node(from).notify(Notification::SMigrated {
+        triplets: vec![(
+            cluster.node(from).addr().to_string(),
+            undialable.to_string(),
+            slot.to_string(),
+        )],
+    });
+    publish_until_received(
+        || sub.spublish(channel, "after"),
+        &s,
+        "after",
+        Duration::from_secs(10),
+    );
+    assert!(cluster
+        .node(to)
+        .connections()
+        .iter()
+        .any(|c| c.subscriptions == 1));
+    assert!(
+        !client.nodes().iter().any(|e| e.port == undialable.port()),
+        "the client went to the undialable target: {:?}",
+        client.nodes()
+    );
+}

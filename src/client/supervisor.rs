@@ -151,7 +151,7 @@ fn maintenance_pass(deployment: &Deployment, nodes: &[Arc<Node>]) {
         let migrations = node.handoff.take_migrations();
         if !migrations.is_empty() {
             match deployment.cluster() {
-                Some(state) => cluster::on_smigrated(deployment, &state, node, migrations),
+                Some(state) => cluster::on_smigrated(&state, node, migrations),
                 None => log::debug!("{}: SMIGRATED outside a cluster ignored", node.endpoint),
             }
         }
@@ -169,12 +169,13 @@ fn maintenance_pass(deployment: &Deployment, nodes: &[Arc<Node>]) {
 }
 
 /// Re-establishes a subscription the server ended: in a cluster after re-reading
-/// where its slot lives now, on a standalone server on the same connection.
+/// where its slot lives now (on the topology worker), on a standalone server on the
+/// same connection.
 fn resubscribe(deployment: &Deployment, key: &Key) {
     match deployment.cluster() {
         Some(state) => {
-            cluster::refresh(deployment, &state);
-            cluster::reroute_subscriptions(deployment, &state);
+            // The refresh (on the topology worker) re-sends what the server ended.
+            state.request_refresh();
         }
         None => {
             if let Some(node) = deployment.primary() {
@@ -298,6 +299,7 @@ fn refresh_in_background(deployment: &Arc<Deployment>, state: &Arc<cluster::Clus
     let spawned = std::thread::Builder::new()
         .name("rr-topology".to_string())
         .spawn(move || {
+            // It also moves subscriptions whose slot moved (see `cluster::refresh`).
             cluster::refresh(&d, &s);
             s.end_refresh();
             let _ = d.wake.try_send(Wake::WorkerDone);

@@ -8,33 +8,29 @@
 //! - The slots are assigned to their target at once, and the topology is re-read
 //!   after a jitter of up to 1 s (not configurable), coalesced: the pending refresh is
 //!   released when it starts, so ten notifications make one refresh.
-//! - Sharded subscriptions in those slots move at once (not after the jitter), to the
-//!   target the triplet names: the redirect the source would answer, without the
-//!   round trip. A fallback: the server also ends them with an unsolicited
-//!   `SUNSUBSCRIBE`, whose path may already have moved them; only a subscription still
-//!   attached to this node (the notification overtook the `SUNSUBSCRIBE`) or to none
-//!   (stranded) is moved here. Ordinary pub/sub is not slot-bound and stays put.
+//! - Sharded subscriptions in those slots move after the jitter, with that refresh, by
+//!   the topology the cluster publishes: the address a `-MOVED` from the old owner
+//!   would name, which the client can dial, where the triplet's target may be an
+//!   internal address it cannot. Only when no node answers the refresh do they go to
+//!   the target the triplet names. It is a fallback: the server also ends them with an
+//!   unsolicited `SUNSUBSCRIBE`, whose path may already have moved them; only a
+//!   subscription still attached to this node (the notification overtook the
+//!   `SUNSUBSCRIBE`) or to none (stranded) moves here, once. Ordinary pub/sub is not
+//!   slot-bound and stays put.
 
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use super::{key_slot, move_subscription, ClusterState};
-use crate::client::deployment::Deployment;
+use super::ClusterState;
 use crate::client::supervisor::jitter_fraction;
 use crate::client::Node;
 use crate::maintenance::SlotMigration;
-use crate::pubsub::MessageKind;
 
 /// The longest delay before the refresh an `SMIGRATED` asks for.
 const REFRESH_JITTER: Duration = Duration::from_secs(1);
 
 /// Acts on the `SMIGRATED` triplets `node` received.
-pub(crate) fn on_smigrated(
-    deployment: &Deployment,
-    state: &ClusterState,
-    node: &Node,
-    migrations: Vec<SlotMigration>,
-) {
+pub(crate) fn on_smigrated(state: &ClusterState, node: &Node, migrations: Vec<SlotMigration>) {
     let me = state.canonical(&node.endpoint);
     let (mine, others): (Vec<SlotMigration>, Vec<SlotMigration>) = migrations
         .into_iter()
@@ -62,28 +58,6 @@ pub(crate) fn on_smigrated(
             }
         }
     }
+    // The jittered refresh moves the sharded subscriptions of those slots (see above).
     state.schedule_migration_refresh(REFRESH_JITTER.mul_f64(jitter_fraction()));
-    // Sharded subscriptions whose slot left us, still attached to us or to nothing.
-    for key in deployment.registry.wanted() {
-        if key.0 != MessageKind::Sharded {
-            continue;
-        }
-        let slot = key_slot(&key.1);
-        if !mine
-            .iter()
-            .any(|m| m.slots.iter().any(|r| r.contains(&slot)))
-        {
-            continue;
-        }
-        let route = state.sub_routes().lock().get(&key).cloned();
-        if route.as_ref().is_some_and(|r| state.canonical(r) != me) {
-            // Already attached elsewhere: the SUNSUBSCRIBE path moved it.
-            continue;
-        }
-        let Some(home) = state.subscription_home(&key) else {
-            continue;
-        };
-        log::debug!("{me}: moving a sharded subscription to {home}");
-        move_subscription(deployment, state, &key, route, home);
-    }
 }

@@ -129,6 +129,7 @@ impl ClusterState {
             aliases: RwLock::new(HashMap::new()),
             refresh_requested: AtomicBool::new(false),
             refreshing: AtomicBool::new(false),
+
             migration_refresh_at: Mutex::new(None),
             plan: Mutex::new(refresh::RefreshPlan::default()),
             hurried: Mutex::new(HashMap::new()),
@@ -433,7 +434,7 @@ pub(crate) fn query_topology(node: &Node, timeout: Duration, tls: bool) -> Resul
 
 /// One refresh pass, run by the supervisor: ask a live node, apply, make new nodes,
 /// start retiring the ones that left, and move sharded subscriptions to their owners.
-pub(crate) fn refresh(deployment: &Deployment, state: &ClusterState) {
+pub(crate) fn refresh(deployment: &Deployment, state: &ClusterState) -> bool {
     // Released when the refresh *starts*: requests made during it cause one more.
     state.refresh_requested.store(false, Ordering::Release);
     *state.migration_refresh_at.lock() = None;
@@ -454,7 +455,10 @@ pub(crate) fn refresh(deployment: &Deployment, state: &ClusterState) {
     }
     let Some(topology) = topology else {
         log::debug!("topology refresh: no node answered");
-        return;
+        // Subscriptions whose slots a notification moved go where it said, since no
+        // node could tell us better.
+        reroute_subscriptions(deployment, state);
+        return false;
     };
     if log::log_enabled!(log::Level::Debug) {
         let shards: Vec<String> = topology
@@ -499,6 +503,7 @@ pub(crate) fn refresh(deployment: &Deployment, state: &ClusterState) {
         }
     }
     reroute_subscriptions(deployment, state);
+    true
 }
 
 /// When the next refresh is due, judging now whether the map is unsettled: a slot
