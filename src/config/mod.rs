@@ -3,6 +3,7 @@
 //! Owns: turning user text into `Options` and back. Must never: print a secret, or
 //! accept an unknown key or a bad value silently.
 
+mod credentials;
 mod display;
 mod keys;
 mod option_string;
@@ -14,6 +15,7 @@ mod url;
 #[cfg(test)]
 mod tests;
 
+pub use credentials::{Credentials, CredentialsProvider, RotatingCredentials};
 #[cfg(test)]
 pub(crate) use options::Explicit;
 pub use options::{

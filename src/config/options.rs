@@ -223,6 +223,10 @@ pub struct Options {
     /// resolver, [`SystemResolver`](crate::resolve::SystemResolver)). Code only: no
     /// option-string key. Tests inject `testkit::ScriptedResolver` to move a record.
     pub resolver: Option<std::sync::Arc<dyn crate::resolve::Resolver>>,
+    /// Where every connection gets its credentials when it authenticates (see
+    /// [`CredentialsProvider`](super::CredentialsProvider)); takes the place of `user`
+    /// and `password`. Code only: no option-string key, and never written by `Display`.
+    pub credentials: Option<std::sync::Arc<dyn super::CredentialsProvider>>,
     /// Which provider-defaultable settings were given explicitly.
     pub(crate) explicit: Explicit,
 }
@@ -268,6 +272,7 @@ impl Default for Options {
             maint_moving_endpoint_type: None,
             defaults: None,
             resolver: None,
+            credentials: None,
             explicit: Explicit::default(),
         }
     }
@@ -404,6 +409,13 @@ impl OptionsBuilder {
         self.options.maint_post_event_relaxed = post_event;
         self
     }
+    /// The credentials provider every connection asks when it authenticates (see
+    /// [`Options::credentials`]).
+    pub fn credentials(mut self, provider: std::sync::Arc<dyn super::CredentialsProvider>) -> Self {
+        self.options.credentials = Some(provider);
+        self
+    }
+
     /// The resolver every connection uses (see [`Options::resolver`]).
     pub fn resolver(mut self, resolver: std::sync::Arc<dyn crate::resolve::Resolver>) -> Self {
         self.options.resolver = Some(resolver);

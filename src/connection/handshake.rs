@@ -19,6 +19,7 @@ use std::time::Instant;
 
 use super::transport::Transport;
 use super::ConnectionConfig;
+use crate::config::Credentials;
 use crate::config::{MaintNotifications, Options, Protocol};
 use crate::error::{Error, ErrorKind, Result};
 use crate::maintenance;
@@ -66,9 +67,25 @@ pub(crate) fn run(
     deadline: Instant,
     peer: Option<IpAddr>,
 ) -> Result<Handshake> {
+    // Asked on every connection, so a rotated password or a fresh token is used.
+    let credentials = match &cfg.options.credentials {
+        Some(provider) => Some(provider.credentials()?),
+        None => cfg
+            .options
+            .password
+            .as_ref()
+            .map(|p| match &cfg.options.user {
+                Some(u) => Credentials::user(u.clone(), p.expose()),
+                None => Credentials::password(p.expose()),
+            }),
+    };
+    let (user, password) = match &credentials {
+        Some(c) => (c.user_name(), Some(c.secret().expose())),
+        None => (cfg.options.user.as_deref(), None),
+    };
     // A server or proxy may quote back the password it refused, in any form.
-    run_steps(transport, decoder, cfg, deadline, peer).map_err(|e| match &cfg.options.password {
-        Some(p) => e.redacting(p.expose()),
+    run_steps(transport, decoder, cfg, deadline, peer, user, password).map_err(|e| match password {
+        Some(p) => e.redacting(p),
         None => e,
     })
 }
@@ -79,6 +96,8 @@ fn run_steps(
     cfg: &ConnectionConfig,
     deadline: Instant,
     peer: Option<IpAddr>,
+    user_name: Option<&str>,
+    password: Option<&str>,
 ) -> Result<Handshake> {
     let options: &Options = &cfg.options;
     let mut hs = Handshake {
@@ -94,8 +113,8 @@ fn run_steps(
             ErrorKind::Config,
         )?;
     }
-    let password = options.password.as_ref().map(|p| p.expose().as_bytes());
-    let user = options.user.as_deref().unwrap_or("default").as_bytes();
+    let password = password.map(str::as_bytes);
+    let user = user_name.unwrap_or("default").as_bytes();
     let db = options.database.to_string();
 
     if options.protocol != Some(Protocol::Resp2) {
@@ -165,7 +184,7 @@ fn run_steps(
 
     let mut round = Round::new();
     if let Some(p) = password {
-        if options.user.is_some() {
+        if user_name.is_some() {
             round.push("AUTH", &[b"AUTH", user, p]);
         } else {
             round.push("AUTH", &[b"AUTH", p]);

@@ -1,0 +1,127 @@
+//! Credentials that change: a provider every connection asks when it authenticates, so
+//! a rotated password or a fresh token is used by the next connection without a
+//! restart.
+
+use std::fmt;
+use std::sync::Arc;
+
+use parking_lot::RwLock;
+
+use super::options::Secret;
+use crate::error::Result;
+
+/// A user name (ACL) and its secret, as `AUTH` sends them.
+#[derive(Clone)]
+pub struct Credentials {
+    user: Option<String>,
+    password: Secret,
+}
+
+impl Credentials {
+    /// Credentials of the `default` user (`AUTH <password>`).
+    pub fn password(password: impl Into<String>) -> Credentials {
+        Credentials {
+            user: None,
+            password: Secret::new(password),
+        }
+    }
+
+    /// Credentials of an ACL user (`AUTH <user> <password>`).
+    pub fn user(user: impl Into<String>, password: impl Into<String>) -> Credentials {
+        Credentials {
+            user: Some(user.into()),
+            password: Secret::new(password),
+        }
+    }
+
+    /// The ACL user name, if any.
+    pub fn user_name(&self) -> Option<&str> {
+        self.user.as_deref()
+    }
+
+    /// The secret (never shown by `Debug`).
+    pub fn secret(&self) -> &Secret {
+        &self.password
+    }
+}
+
+impl fmt::Debug for Credentials {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Credentials")
+            .field("user", &self.user)
+            .field("password", &self.password)
+            .finish()
+    }
+}
+
+/// Where connections get their credentials: asked whenever one authenticates (the
+/// first connection, every reconnect, a new cluster node, a handoff, a subscription or
+/// blocking connection, a group member), so credentials that change (a rotated
+/// password, a short-lived token) are used without a restart. Set it with
+/// [`OptionsBuilder::credentials`](super::OptionsBuilder::credentials); it takes the
+/// place of `user`/`password`.
+///
+/// It runs on the thread that opens the connection, under that connection's connect
+/// timeout: keep it quick (cache a token and renew it ahead of time rather than call an
+/// identity service here). An error fails that connection attempt with the error's
+/// kind, and the client tries again with its usual back-off.
+///
+/// ```
+/// use std::sync::Arc;
+/// use resilient_redis::config::{Credentials, CredentialsProvider, RotatingCredentials};
+/// let current = RotatingCredentials::new(Credentials::user("app", "first-secret"));
+/// let provider: Arc<dyn CredentialsProvider> = Arc::new(current.clone());
+/// current.set(Credentials::user("app", "second-secret")); // the next connection uses it
+/// assert_eq!(provider.credentials().unwrap().user_name(), Some("app"));
+/// ```
+pub trait CredentialsProvider: Send + Sync + fmt::Debug {
+    /// The credentials to authenticate with now.
+    fn credentials(&self) -> Result<Credentials>;
+}
+
+/// The simplest provider: credentials held in memory, replaced with [`set`](Self::set)
+/// (after a rotation); clones share them.
+#[derive(Clone, Debug)]
+pub struct RotatingCredentials(Arc<RwLock<Credentials>>);
+
+impl RotatingCredentials {
+    /// Starts with `credentials`.
+    pub fn new(credentials: Credentials) -> RotatingCredentials {
+        RotatingCredentials(Arc::new(RwLock::new(credentials)))
+    }
+
+    /// Replaces them: every connection opened from now on uses the new ones (those
+    /// already authenticated stay so).
+    pub fn set(&self, credentials: Credentials) {
+        *self.0.write() = credentials;
+    }
+}
+
+impl CredentialsProvider for RotatingCredentials {
+    fn credentials(&self) -> Result<Credentials> {
+        Ok(self.0.read().clone())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn debug_never_shows_the_secret() {
+        let c = Credentials::user("app", "hunter2");
+        let text = format!("{c:?} {:?}", RotatingCredentials::new(c.clone()));
+        assert!(!text.contains("hunter2"), "{text}");
+        assert!(text.contains("app"));
+    }
+
+    #[test]
+    fn a_rotation_is_seen_by_every_clone() {
+        let r = RotatingCredentials::new(Credentials::password("one"));
+        let provider: Arc<dyn CredentialsProvider> = Arc::new(r.clone());
+        r.set(Credentials::password("two"));
+        let got = provider.credentials().unwrap();
+        assert_eq!(got.secret().expose(), "two");
+        assert_eq!(got.user_name(), None);
+    }
+}
