@@ -488,3 +488,98 @@ fn a_rotated_password_is_used_by_every_reconnect_without_a_restart() {
     let who: String = client.database().cmd("ACL").arg("WHOAMI").query().unwrap();
     assert_eq!(who, "app");
 }
+
+/// Short-lived tokens: every 2 s a new token (here an ACL user of its own) is issued,
+/// the provider hands it out, and the previous one is deleted, which makes the server
+/// drop any connection still authenticated with it. Live connections re-authenticate
+/// in place before that: 0 failed calls and not one connection closed.
+#[test]
+fn renewed_tokens_re_authenticate_live_connections_without_closing_them() {
+    use resilient_redis::config::{Credentials, RotatingCredentials};
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+    use std::sync::{Arc, Mutex};
+    let Some(server) = RedisServer::start() else {
+        return;
+    };
+    let admin = Client::connect(server.url().as_str()).unwrap().database();
+    let acl = |args: &[&str]| admin.cmd("ACL").arg(args).exec().unwrap();
+    let issue = |n: u32| {
+        let (user, pw) = (format!("tok-{n}"), format!(">token-{n}"));
+        acl(&["SETUSER", &user, "on", &pw, "~*", "&*", "+@all"]);
+        Credentials::user(user, format!("token-{n}"))
+    };
+    let tokens = RotatingCredentials::new(issue(0));
+    let client = Client::connect(
+        Options::builder()
+            .endpoint(&server.addr())
+            .credentials(Arc::new(tokens.clone()))
+            .build(),
+    )
+    .unwrap();
+    let events = client.events();
+    let sub = client.subscriber();
+    let news = sub.subscribe("news").unwrap();
+    let db = client.database();
+    let stop = Arc::new(AtomicBool::new(false));
+    let calls = Arc::new(AtomicU64::new(0));
+    let failed = Arc::new(Mutex::new(Vec::new()));
+    let workers: Vec<_> = (0..8)
+        .map(|t| {
+            let (db, stop, calls, failed) =
+                (db.clone(), stop.clone(), calls.clone(), failed.clone());
+            thread::spawn(move || {
+                let mut i = 0u64;
+                while !stop.load(Ordering::Relaxed) {
+                    match db.set(format!("tok:{t}"), i) {
+                        Ok(()) => {
+                            calls.fetch_add(1, Ordering::Relaxed);
+                        }
+                        Err(e) => failed.lock().unwrap().push(e.to_string()),
+                    }
+                    i += 1;
+                }
+            })
+        })
+        .collect();
+    for n in 1..=4 {
+        thread::sleep(Duration::from_secs(2)); // the token's life
+        tokens.set(issue(n));
+        // Renewed ahead of the old one's end: wait until the client says who it is now.
+        let me = format!("tok-{n}");
+        assert!(wait_until(Duration::from_secs(5), || db
+            .cmd("ACL")
+            .arg("WHOAMI")
+            .query::<String>()
+            .is_ok_and(|who| who == me)));
+        let old = format!("tok-{}", n - 1);
+        acl(&["DELUSER", &old]); // the server drops connections still using it
+    }
+    let before = calls.load(Ordering::Relaxed);
+    assert!(wait_until(Duration::from_secs(5), || calls
+        .load(Ordering::Relaxed)
+        > before + 100));
+    stop.store(true, Ordering::Relaxed);
+    for w in workers {
+        w.join().unwrap();
+    }
+    let failed = failed.lock().unwrap().clone();
+    assert!(failed.is_empty(), "failed calls: {failed:?}");
+    let dropped: Vec<ClientEvent> = events
+        .try_iter()
+        .filter(|e| {
+            matches!(
+                e,
+                ClientEvent::ConnectionFailed { .. } | ClientEvent::ReauthenticationFailed { .. }
+            )
+        })
+        .collect();
+    assert!(dropped.is_empty(), "{dropped:?}");
+    // The subscription connection (RESP3) re-authenticated too and still delivers.
+    assert!(wait_until(Duration::from_secs(5), || sub
+        .publish("news", "still here")
+        .is_ok_and(|n| n == 1)));
+    assert_eq!(
+        news.recv_timeout(Duration::from_secs(5)).unwrap().payload,
+        b"still here"
+    );
+}

@@ -40,12 +40,15 @@ pub(crate) struct Deployment {
     pub(crate) notify: Option<Notify>,
     /// Raises each maintenance event once although every node sends its own copy.
     maint_ring: Arc<EventRing>,
+    /// Re-authentication of live connections when the credentials change.
+    pub(crate) reauth: super::reauth::ReauthState,
     /// Whether `sslVerify=false` has been warned about (once per client).
     tls_unverified_warned: Arc<AtomicBool>,
 }
 
 impl Deployment {
     pub(crate) fn new(options: Arc<Options>, wake: Sender<Wake>) -> Deployment {
+        let credentials_generation = options.credentials.as_ref().map_or(0, |p| p.generation());
         Deployment {
             options,
             events: Arc::new(EventBus::new()),
@@ -58,6 +61,7 @@ impl Deployment {
             breaker: None,
             notify: None,
             maint_ring: Arc::new(EventRing::new()),
+            reauth: super::reauth::ReauthState::starting_at(credentials_generation),
             tls_unverified_warned: Arc::new(AtomicBool::new(false)),
         }
     }

@@ -43,6 +43,14 @@ pub enum ClientEvent {
     /// [`HandoffReport`](crate::maintenance::HandoffReport)); a recycle is also reported
     /// as `ConnectionFailed` with `FailureKind::MaintenanceHandoff`, then restored.
     Handoff(crate::maintenance::HandoffReport),
+    /// Re-authenticating a live connection with renewed credentials failed (the
+    /// connection keeps the credentials it had; the server decides when those end).
+    ReauthenticationFailed {
+        /// The server.
+        endpoint: Endpoint,
+        /// Why, classified (never the secret).
+        error: Error,
+    },
 }
 
 /// How many events a subscriber may leave unread before newer ones are dropped: a slow

@@ -11,6 +11,7 @@ pub(crate) mod events;
 mod handoff;
 mod link;
 pub(crate) mod node;
+mod reauth;
 mod router;
 pub(crate) mod status;
 pub(crate) mod supervisor;

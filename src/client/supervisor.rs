@@ -133,6 +133,7 @@ pub(crate) fn tick(deployment: &Arc<Deployment>, heartbeats: &mut Heartbeats) {
         }
     }
     maintenance_pass(deployment, &nodes);
+    super::reauth::check(deployment);
     if let Some(state) = deployment.cluster() {
         if cluster::next_refresh(deployment, &state) <= Instant::now() {
             refresh_in_background(deployment, &state);

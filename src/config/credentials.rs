@@ -77,29 +77,45 @@ impl fmt::Debug for Credentials {
 pub trait CredentialsProvider: Send + Sync + fmt::Debug {
     /// The credentials to authenticate with now.
     fn credentials(&self) -> Result<Credentials>;
+
+    /// A number that moves whenever the credentials change (a token renewed, a password
+    /// rotated): when it does, every live connection re-authenticates in place (`AUTH`
+    /// through its own queue, so it never interleaves with a caller's command), before
+    /// the old credentials stop being accepted. `0` forever (the default): connections
+    /// keep the credentials they opened with.
+    fn generation(&self) -> u64 {
+        0
+    }
 }
 
 /// The simplest provider: credentials held in memory, replaced with [`set`](Self::set)
-/// (after a rotation); clones share them.
+/// (a rotated password, a renewed token); clones share them.
 #[derive(Clone, Debug)]
-pub struct RotatingCredentials(Arc<RwLock<Credentials>>);
+pub struct RotatingCredentials(Arc<RwLock<(Credentials, u64)>>);
 
 impl RotatingCredentials {
     /// Starts with `credentials`.
     pub fn new(credentials: Credentials) -> RotatingCredentials {
-        RotatingCredentials(Arc::new(RwLock::new(credentials)))
+        RotatingCredentials(Arc::new(RwLock::new((credentials, 0))))
     }
 
-    /// Replaces them: every connection opened from now on uses the new ones (those
-    /// already authenticated stay so).
+    /// Replaces them: connections opened from now on use the new ones, and live
+    /// connections re-authenticate with them in place (see
+    /// [`CredentialsProvider::generation`]).
     pub fn set(&self, credentials: Credentials) {
-        *self.0.write() = credentials;
+        let mut current = self.0.write();
+        current.0 = credentials;
+        current.1 += 1;
     }
 }
 
 impl CredentialsProvider for RotatingCredentials {
     fn credentials(&self) -> Result<Credentials> {
-        Ok(self.0.read().clone())
+        Ok(self.0.read().0.clone())
+    }
+
+    fn generation(&self) -> u64 {
+        self.0.read().1
     }
 }
 
