@@ -380,3 +380,121 @@ fn a_sharded_subscription_follows_its_slot_by_the_topology_not_an_undialable_tar
         client.nodes()
     );
 }
+
+/// A provider that cannot renew is asked again with back-off, and says so as an event;
+/// once it answers, live connections re-authenticate (a refused `AUTH` is an event too,
+/// and closes nothing).
+#[test]
+fn a_failing_credentials_provider_is_retried_and_reported() {
+    use resilient_redis::config::{Credentials, CredentialsProvider};
+    use resilient_redis::{ClientEvent, Error, ErrorKind, Options};
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+    use std::sync::Arc;
+
+    #[derive(Debug, Default)]
+    struct Flaky {
+        failing: AtomicBool,
+        generation: AtomicU64,
+        wrong: AtomicBool,
+    }
+    impl CredentialsProvider for Flaky {
+        fn credentials(&self) -> resilient_redis::Result<Credentials> {
+            if self.failing.load(Ordering::Relaxed) {
+                return Err(Error::new(ErrorKind::Io, "identity service unreachable"));
+            }
+            let pw = if self.wrong.load(Ordering::Relaxed) {
+                "nope"
+            } else {
+                "right"
+            };
+            Ok(Credentials::user("app", pw))
+        }
+        fn generation(&self) -> u64 {
+            self.generation.load(Ordering::Relaxed)
+        }
+    }
+    let server = FakeServer::builder().user("app", "right").start().unwrap();
+    let provider = Arc::new(Flaky::default());
+    let mut options = Options::default();
+    options.endpoints = vec![resilient_redis::Endpoint::new("127.0.0.1", server.port())];
+    options.credentials = Some(provider.clone());
+    let client = Client::connect(options).unwrap();
+    let events = client.events();
+    provider.failing.store(true, Ordering::Relaxed);
+    provider.generation.store(1, Ordering::Relaxed);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let mut attempts = 0;
+    while attempts < 2 && Instant::now() < deadline {
+        if let Ok(ClientEvent::CredentialsUnavailable { attempt, .. }) =
+            events.recv_timeout(Duration::from_millis(100))
+        {
+            attempts = attempt;
+        }
+    }
+    assert!(attempts >= 2, "retried and reported");
+    // The connection still works on the credentials it has.
+    client.database().set("k", "v").unwrap();
+    // It answers again, with a secret the server refuses: AUTH was sent, nothing closed.
+    provider.wrong.store(true, Ordering::Relaxed);
+    provider.failing.store(false, Ordering::Relaxed);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let mut refused = None;
+    while refused.is_none() && Instant::now() < deadline {
+        match events.recv_timeout(Duration::from_millis(100)) {
+            Ok(ClientEvent::ReauthenticationFailed { error, .. }) => refused = Some(error),
+            Ok(ClientEvent::ConnectionFailed { .. }) => panic!("a connection was closed"),
+            _ => {}
+        }
+    }
+    let error = refused.expect("the refused AUTH is an event");
+    assert_eq!(error.kind(), ErrorKind::Auth, "{error}");
+    assert!(!format!("{error} {error:?}").contains("nope"));
+    assert_eq!(client.database().get::<String>("k").unwrap(), "v");
+}
+
+/// The fake rotates and expires credentials, so a provider can be tested without a
+/// real server: a client whose provider renews keeps its connection; one holding the
+/// old password is closed when its credentials expire.
+#[test]
+fn the_fake_expires_credentials_and_a_renewing_provider_keeps_its_connection() {
+    use resilient_redis::config::{Credentials, RotatingCredentials};
+    use resilient_redis::{ClientEvent, Options};
+    use std::sync::Arc;
+    let server = FakeServer::builder()
+        .user("app", "token-1")
+        .start()
+        .unwrap();
+    let tokens = RotatingCredentials::new(Credentials::user("app", "token-1"));
+    let mut options = Options::default();
+    options.endpoints = vec![resilient_redis::Endpoint::new("127.0.0.1", server.port())];
+    options.credentials = Some(Arc::new(tokens.clone()));
+    let renewing = Client::connect(options).unwrap();
+    let events = renewing.events();
+    let stale =
+        Client::connect(format!("{},user=app,password=token-1", server.addr()).as_str()).unwrap();
+    let stale_events = stale.events();
+    renewing.database().set("k", "v").unwrap();
+    let auths = server.commands_received("AUTH");
+    server.set_password("app", "token-2");
+    tokens.set(Credentials::user("app", "token-2"));
+    assert!(
+        server.wait_for(
+            |s| s.commands_received("AUTH") > auths,
+            Duration::from_secs(5)
+        ),
+        "the live connection re-authenticated"
+    );
+    assert_eq!(
+        server.expire_credentials("app"),
+        1,
+        "only the stale client's"
+    );
+    assert!(matches!(
+        stale_events.recv_timeout(Duration::from_secs(5)),
+        Ok(ClientEvent::ConnectionFailed { .. })
+    ));
+    assert_eq!(renewing.database().get::<String>("k").unwrap(), "v");
+    assert!(!events
+        .try_iter()
+        .any(|e| matches!(e, ClientEvent::ConnectionFailed { .. })));
+}

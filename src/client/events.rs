@@ -43,6 +43,14 @@ pub enum ClientEvent {
     /// [`HandoffReport`](crate::maintenance::HandoffReport)); a recycle is also reported
     /// as `ConnectionFailed` with `FailureKind::MaintenanceHandoff`, then restored.
     Handoff(crate::maintenance::HandoffReport),
+    /// The credentials provider failed when asked for renewed credentials; it is asked
+    /// again with back-off while the connections keep the credentials they have.
+    CredentialsUnavailable {
+        /// The provider's error.
+        error: Error,
+        /// Failures in a row.
+        attempt: u32,
+    },
     /// Re-authenticating a live connection with renewed credentials failed (the
     /// connection keeps the credentials it had; the server decides when those end).
     ReauthenticationFailed {

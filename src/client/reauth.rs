@@ -10,6 +10,9 @@
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
+use std::time::Instant;
+
+use parking_lot::Mutex;
 
 use super::deployment::Deployment;
 use super::events::ClientEvent;
@@ -26,6 +29,8 @@ pub(crate) struct ReauthState {
     done: AtomicU64,
     /// A worker is under way.
     running: AtomicBool,
+    /// The provider failed: (failures in a row, when to ask it again).
+    backoff: Mutex<(u32, Option<Instant>)>,
 }
 
 impl ReauthState {
@@ -34,6 +39,7 @@ impl ReauthState {
         ReauthState {
             done: AtomicU64::new(generation),
             running: AtomicBool::new(false),
+            backoff: Mutex::new((0, None)),
         }
     }
 }
@@ -46,6 +52,7 @@ pub(crate) fn check(deployment: &Arc<Deployment>) {
     let state = &deployment.reauth;
     let generation = provider.generation();
     if generation == state.done.load(Ordering::Acquire)
+        || state.backoff.lock().1.is_some_and(|at| Instant::now() < at)
         || state.running.swap(true, Ordering::AcqRel)
     {
         return;
@@ -72,9 +79,27 @@ pub(crate) fn check(deployment: &Arc<Deployment>) {
                     write_arg(&mut frame, secret.as_bytes());
                     reauthenticate(&d, &frame, secret);
                     d.reauth.done.store(generation, Ordering::Release);
+                    *d.reauth.backoff.lock() = (0, None);
                 }
-                // Tried again at the next tick: the generation is still unserved.
-                Err(e) => log::warn!("the credentials provider failed: {e}"),
+                // Asked again with back-off while the current credentials still serve.
+                Err(error) => {
+                    let mut backoff = d.reauth.backoff.lock();
+                    backoff.0 = backoff.0.saturating_add(1);
+                    let delay = super::supervisor::backoff(
+                        backoff.0,
+                        d.options.reconnect_min_delay,
+                        d.options.reconnect_max_delay,
+                        super::supervisor::jitter_fraction(),
+                    );
+                    backoff.1 = Some(crate::connection::deadline_after(Instant::now(), delay));
+                    log::warn!(
+                        "the credentials provider failed ({error}); asking again in {delay:?}"
+                    );
+                    d.events.publish(ClientEvent::CredentialsUnavailable {
+                        error,
+                        attempt: backoff.0,
+                    });
+                }
             }
             d.reauth.running.store(false, Ordering::Release);
         });

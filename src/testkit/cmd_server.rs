@@ -26,13 +26,13 @@ fn text(arg: &[u8]) -> String {
 fn credentials_ok(s: &Session, user: &str, pass: &str) -> bool {
     let config = &s.server.config;
     if user == "default" {
-        return match &config.password {
+        return match &*config.password.lock() {
             Some(p) => p == pass,
             // `nopass`: any password, unless the default user is switched off.
             None => !config.require_auth,
         };
     }
-    config.users.get(user).is_some_and(|p| p == pass)
+    config.users.lock().get(user).is_some_and(|p| p == pass)
 }
 
 const WRONGPASS: &str = "WRONGPASS invalid username-password pair or user is disabled.";
@@ -70,6 +70,7 @@ pub(crate) fn hello(ctx: &mut Ctx<'_, '_>, args: &[Vec<u8>]) -> Reply {
         if !credentials_ok(s, &user, &pass) {
             return err(WRONGPASS);
         }
+        s.conn.state.lock().auth = Some((user.clone(), pass));
         s.authenticated = true;
         s.user = user;
     }
@@ -119,7 +120,7 @@ pub(crate) fn auth(ctx: &mut Ctx<'_, '_>, args: &[Vec<u8>]) -> Reply {
     let s = &mut *ctx.s;
     let (user, pass) = match args.len() {
         2 => {
-            if s.server.config.password.is_none() && !s.server.config.require_auth {
+            if s.server.config.password.lock().is_none() && !s.server.config.require_auth {
                 return err("ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?");
             }
             ("default".to_string(), text(&args[1]))
@@ -130,6 +131,7 @@ pub(crate) fn auth(ctx: &mut Ctx<'_, '_>, args: &[Vec<u8>]) -> Reply {
     if !credentials_ok(s, &user, &pass) {
         return err(WRONGPASS);
     }
+    s.conn.state.lock().auth = Some((user.clone(), pass));
     s.authenticated = true;
     s.user = user;
     ok()

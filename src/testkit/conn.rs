@@ -38,6 +38,8 @@ pub(crate) struct ConnState {
     pub shard_channels: BTreeSet<Vec<u8>>,
     pub last_command: String,
     pub created: Instant,
+    /// The user and password it last authenticated with (`expire_credentials`).
+    pub auth: Option<(String, String)>,
 }
 
 impl ConnState {
@@ -83,6 +85,7 @@ impl ConnHandle {
                 shard_channels: BTreeSet::new(),
                 last_command: String::new(),
                 created: Instant::now(),
+                auth: None,
             }),
             outbox: Mutex::new(Outbox {
                 stream: stream.try_clone()?,

@@ -170,6 +170,50 @@ impl FakeServer {
             .insert(command.to_ascii_uppercase(), text);
     }
 
+    /// Changes the password `user` (`default` included) logs in with from now on, as a
+    /// rotation or a renewed token does; connections already authenticated stay so
+    /// until [`expire_credentials`](Self::expire_credentials).
+    pub fn set_password(&self, user: &str, password: &str) {
+        let config = &self.inner.config;
+        if user == "default" {
+            *config.password.lock() = Some(password.to_string());
+        } else {
+            config
+                .users
+                .lock()
+                .insert(user.to_string(), password.to_string());
+        }
+    }
+
+    /// Ends the credentials of `user` that are no longer its password: every connection
+    /// still authenticated with an old one is closed (as a server does when a token
+    /// expires), while those that re-authenticated with the current one stay. Returns
+    /// how many were closed.
+    pub fn expire_credentials(&self, user: &str) -> usize {
+        let config = &self.inner.config;
+        let current = if user == "default" {
+            config.password.lock().clone()
+        } else {
+            config.users.lock().get(user).cloned()
+        };
+        let stale: Vec<_> = self
+            .inner
+            .connections()
+            .into_iter()
+            .filter(|c| {
+                c.state
+                    .lock()
+                    .auth
+                    .as_ref()
+                    .is_some_and(|(u, p)| u == user && Some(p) != current.as_ref())
+            })
+            .collect();
+        for c in &stale {
+            c.close();
+        }
+        stale.len()
+    }
+
     /// Removes every [`fail_command`](Self::fail_command) rule.
     pub fn clear_failures(&self) {
         self.inner.faults.switches.lock().failures.clear();

@@ -38,10 +38,10 @@ pub(crate) enum HelloMode {
     Absent,
 }
 
-/// Fixed configuration of a server.
+/// Configuration of a server (passwords can be rotated at run time).
 pub(crate) struct ServerConfig {
-    pub password: Option<String>,
-    pub users: HashMap<String, String>,
+    pub password: Mutex<Option<String>>,
+    pub users: Mutex<HashMap<String, String>>,
     pub require_auth: bool,
     pub replica: bool,
     pub hello: HelloMode,
@@ -49,7 +49,7 @@ pub(crate) struct ServerConfig {
 
 impl ServerConfig {
     pub(crate) fn auth_required(&self) -> bool {
-        self.require_auth || self.password.is_some()
+        self.require_auth || self.password.lock().is_some()
     }
 }
 
@@ -236,8 +236,8 @@ fn start(b: FakeServerBuilder, cluster: Option<ClusterLink>) -> io::Result<FakeS
     let inner = Arc::new(ServerInner {
         addr,
         config: ServerConfig {
-            password: b.password,
-            users: b.users,
+            password: Mutex::new(b.password),
+            users: Mutex::new(b.users),
             require_auth: b.require_auth,
             replica: b.replica,
             hello: b.hello,
