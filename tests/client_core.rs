@@ -583,3 +583,42 @@ fn renewed_tokens_re_authenticate_live_connections_without_closing_them() {
         b"still here"
     );
 }
+
+/// A subscription the server refuses says why at once (`NOPERM` for a user without
+/// channel permissions), instead of "not confirmed" after the timeout.
+#[test]
+fn a_refused_subscription_names_the_servers_reason() {
+    let Some(server) = RedisServer::start() else {
+        return;
+    };
+    let admin = Client::connect(server.url().as_str()).unwrap().database();
+    admin
+        .cmd("ACL")
+        .arg([
+            "SETUSER",
+            "nochan",
+            "on",
+            ">pw",
+            "~*",
+            "resetchannels",
+            "+@all",
+        ])
+        .exec()
+        .unwrap();
+    let client = Client::connect(
+        Options::builder()
+            .endpoint(&server.addr())
+            .user("nochan")
+            .password("pw")
+            .build(),
+    )
+    .unwrap();
+    let started = Instant::now();
+    let e = client.subscriber().subscribe("news").unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Auth, "{e}");
+    assert_eq!(e.command(), Some("SUBSCRIBE"));
+    assert!(
+        started.elapsed() < Duration::from_secs(4),
+        "answered, not timed out"
+    );
+}

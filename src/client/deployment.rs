@@ -326,7 +326,10 @@ fn pubsub_push_handler(
                     log::debug!("{}: a subscription was redirected: {m}", info.endpoint);
                     let _ = wake.try_send(Wake::RefreshTopology);
                 }
-                Some(m) => log::warn!("{}: subscription refused: {m}", info.endpoint),
+                Some(m) => {
+                    log::warn!("{}: subscription refused: {m}", info.endpoint);
+                    registry.refused(m);
+                }
                 None => log::trace!("{}: push frame ignored", info.endpoint),
             },
         }

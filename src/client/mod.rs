@@ -285,13 +285,20 @@ impl Client {
 
     /// Re-reads the cluster topology now, on the calling thread (after resharding, for
     /// example); the supervisor also refreshes on MOVED, on connection loss and
-    /// periodically. Does nothing for a standalone server.
+    /// periodically. Does nothing for a standalone server. An error when no node could
+    /// tell the topology (the map stays as it was).
     pub fn refresh_topology(&self) -> Result<()> {
         let deployment = &self.handle.inner.deployment;
         if let Some(state) = deployment.cluster() {
-            cluster::refresh(deployment, &state);
+            let applied = cluster::refresh(deployment, &state);
             for endpoint in state.finish_retirements() {
                 deployment.remove(&endpoint);
+            }
+            if !applied {
+                return Err(Error::new(
+                    ErrorKind::ConnectionClosed,
+                    "no cluster node answered the topology query",
+                ));
             }
         }
         Ok(())

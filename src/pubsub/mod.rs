@@ -186,8 +186,12 @@ impl Subscriber {
                 log::debug!("SUBSCRIBE deferred until reconnect: {e}");
             }
         }
-        if self.inner.registry.wait_confirmed(&key, deadline) {
+        let answer = self.inner.registry.wait_answer(&key, deadline);
+        if answer == registry::Answer::Confirmed {
             Ok(sub)
+        } else if let registry::Answer::Refused(reason) = answer {
+            // The server's own reason (`NOPERM`, ...), not a timeout.
+            Err(Error::from_server_reply(&reason).with_command(kind.subscribe_command()))
         } else if self.inner.registry.is_closed() {
             // Closed while waiting: say so at once rather than as a timeout.
             Err(closed_client().with_command(kind.subscribe_command()))

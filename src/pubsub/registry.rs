@@ -34,6 +34,9 @@ struct Sink {
 #[derive(Default)]
 struct Entry {
     confirmed: bool,
+    /// The server refused it (`-NOPERM`, for example): the message, for the caller
+    /// waiting for a confirmation that will not come.
+    refused: Option<String>,
     /// The server whose confirmation is current: an unsubscribe from another one (the
     /// node a sharded subscription just left) is stale and must not undo it.
     carrier: Option<Endpoint>,
@@ -46,6 +49,16 @@ struct Inner {
     next_id: u64,
     /// Set by `close`: every queue's sender is gone and no new one is handed out.
     closed: bool,
+}
+
+/// How the server answered a subscription request.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Answer {
+    Confirmed,
+    /// Its error reply (`NOPERM ...`).
+    Refused(String),
+    /// Nothing within the deadline, or the registry closed.
+    None,
 }
 
 /// What a new registration hands back to the subscription.
@@ -86,6 +99,10 @@ impl Registry {
         }
         let entry = inner.entries.entry(key).or_default();
         let first = entry.sinks.is_empty();
+        if first {
+            // A fresh request: an earlier refusal says nothing about this one.
+            entry.refused = None;
+        }
         entry.sinks.push(Sink {
             id,
             tx,
@@ -157,21 +174,45 @@ impl Registry {
     }
 
     /// Waits until the server confirmed `key` or `deadline` passes.
+    #[cfg(test)]
     pub(crate) fn wait_confirmed(&self, key: &Key, deadline: Instant) -> bool {
+        matches!(self.wait_answer(key, deadline), Answer::Confirmed)
+    }
+
+    /// Waits until the server confirmed `key`, refused it, or `deadline` passes.
+    pub(crate) fn wait_answer(&self, key: &Key, deadline: Instant) -> Answer {
         let mut inner = self.inner.lock();
         loop {
             if inner.closed {
-                return false;
+                return Answer::None;
             }
             match inner.entries.get(key) {
-                Some(e) if e.confirmed => return true,
-                None => return false,
+                Some(e) if e.confirmed => return Answer::Confirmed,
+                Some(e) if e.refused.is_some() => {
+                    return Answer::Refused(e.refused.clone().unwrap_or_default())
+                }
+                None => return Answer::None,
                 Some(_) => {}
             }
             if self.confirmed.wait_until(&mut inner, deadline).timed_out() {
-                return inner.entries.get(key).is_some_and(|e| e.confirmed);
+                return match inner.entries.get(key) {
+                    Some(e) if e.confirmed => Answer::Confirmed,
+                    _ => Answer::None,
+                };
             }
         }
+    }
+
+    /// The server refused a subscription request on a connection (error replies do
+    /// not name the channel): every subscription not confirmed yet is marked refused,
+    /// so its waiting caller gets the server's reason instead of a timeout.
+    pub(crate) fn refused(&self, message: &str) {
+        let mut inner = self.inner.lock();
+        for entry in inner.entries.values_mut().filter(|e| !e.confirmed) {
+            entry.refused = Some(message.to_string());
+        }
+        drop(inner);
+        self.confirmed.notify_all();
     }
 
     /// Applies one pub/sub frame from an unnamed server (tests).
@@ -196,6 +237,7 @@ impl Registry {
                 let mut inner = self.inner.lock();
                 if let Some(e) = inner.entries.get_mut(&(kind, name)) {
                     e.confirmed = true;
+                    e.refused = None;
                     e.carrier = from.cloned();
                 }
                 self.confirmed.notify_all();
