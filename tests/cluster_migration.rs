@@ -95,12 +95,23 @@ fn sharded_delivery_resumes_after_migration(sunsubscribe: bool) {
     let to = 1 - from;
     let resubscribes = || cluster.node(to).commands_received("SSUBSCRIBE");
     let before = resubscribes();
-    let refreshes = c.cluster_stats().unwrap().refreshes;
     if !sunsubscribe {
         // No topology can be read either: the SMIGRATED fallback is all there is.
         for n in cluster.nodes() {
             n.fail_command("CLUSTER", "ERR injected: no topology");
         }
+    }
+    // Counted once no refresh that began before the injection can still complete (a
+    // refresh in flight at the injection is no evidence either way): the count has
+    // stayed put for a few refresh periods.
+    let mut refreshes = c.cluster_stats().unwrap().refreshes;
+    let mut steady = 0;
+    let settle = std::time::Instant::now() + Duration::from_secs(5);
+    while steady < 3 && std::time::Instant::now() < settle {
+        std::thread::sleep(Duration::from_millis(100));
+        let now = c.cluster_stats().unwrap().refreshes;
+        steady = if now == refreshes { steady + 1 } else { 0 };
+        refreshes = now;
     }
 
     cluster.migrate(slot..=slot, from, to, true).unwrap();
