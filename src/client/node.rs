@@ -150,6 +150,21 @@ impl Node {
         timeout: Duration,
         caller_work: bool,
     ) -> Result<Outcome> {
+        self.request_while(frame, replies, timeout, caller_work, &|| true)
+    }
+
+    /// [`Node::request`] for a deployment whose primary can move (primary/replica,
+    /// Sentinel): while waiting in the backlog, `still_routed` is asked again each time
+    /// the node is nudged ([`Node::nudge`]); once false, the request comes back unsent
+    /// (`ErrorKind::ConnectionClosed`, marked unsent) for the router to send elsewhere.
+    pub(crate) fn request_while(
+        &self,
+        frame: &[u8],
+        replies: usize,
+        timeout: Duration,
+        caller_work: bool,
+        still_routed: &dyn Fn() -> bool,
+    ) -> Result<Outcome> {
         let start = Instant::now();
         let deadline = deadline_after(start, timeout);
         let timeouts = &self.interactive.config.timeouts;
@@ -182,11 +197,14 @@ impl Node {
             }
             // A relaxed window (maintenance) also covers the wait for the reconnect it
             // announced; re-read each turn.
-            self.wait_for_connection(deadline_after(start, timeouts.effective(timeout)))?;
+            self.wait_for_connection(
+                deadline_after(start, timeouts.effective(timeout)),
+                still_routed,
+            )?;
         }
     }
 
-    fn wait_for_connection(&self, deadline: Instant) -> Result<()> {
+    fn wait_for_connection(&self, deadline: Instant, still_routed: &dyn Fn() -> bool) -> Result<()> {
         let options = &self.interactive.config.options;
         if options.backlog == BacklogPolicy::FailFast {
             let (why, failure) = why_disconnected(self.interactive.last_error().as_ref());
@@ -213,6 +231,14 @@ impl Node {
         }
         let mut guard = self.wait_lock.lock();
         while self.current().is_none() && !self.is_closed() {
+            if !still_routed() {
+                return Err(Error::new(
+                    ErrorKind::ConnectionClosed,
+                    "the primary moved while waiting for its connection",
+                )
+                .with_endpoint(self.endpoint.to_string())
+                .unsent());
+            }
             if self.available.wait_until(&mut guard, deadline).timed_out() {
                 if self.current().is_some() {
                     break;
@@ -228,6 +254,13 @@ impl Node {
             }
         }
         Ok(())
+    }
+
+    /// Wakes the callers waiting in this node's backlog so they ask again whether it
+    /// is still where their request goes (the primary moved).
+    pub(crate) fn nudge(&self) {
+        let _guard = self.wait_lock.lock();
+        self.available.notify_all();
     }
 
     fn closed_error(&self) -> Error {

@@ -1,0 +1,357 @@
+//! Redis Sentinel: asking the sentinels for a service's primary, following their
+//! `+switch-master` announcements, keeping the list of sentinels and replicas current.
+//!
+//! Owns: the sentinel connections (one for queries, one subscribed to
+//! `+switch-master`), both driven by the `rr-sentinel <service>` worker (see
+//! `roles`). Must never: treat a sentinel that is down or answers wrongly as fatal
+//! (it is skipped), or show the sentinel password anywhere.
+
+pub(crate) mod parse;
+
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::Sender;
+
+use super::deployment::Deployment;
+use super::roles::decide::Role;
+use super::roles::{self, Msg, Roles};
+use crate::clock;
+use crate::config::{Endpoint, MaintNotifications, Options, Protocol};
+use crate::connection::slot::Outcome;
+use crate::connection::timeouts::ServerTimeouts;
+use crate::connection::transport::Dial;
+use crate::connection::{tls, Connection, ConnectionConfig, ConnectionInfo, PushHandler};
+use crate::error::{Error, ErrorKind, Result};
+use crate::resp::{write_arg, write_command_header, Value};
+
+/// How long one sentinel query may take: a hung sentinel is skipped, not waited for.
+const QUERY_TIMEOUT: Duration = Duration::from_millis(1000);
+/// How often the sentinels are asked again while subscribed (the subscription tells
+/// us of a switch at once; this is the backstop for an announcement missed while the
+/// subscription was being re-opened).
+const POLL_SUBSCRIBED: Duration = Duration::from_secs(5);
+/// ... and while no subscription is up.
+const POLL_UNSUBSCRIBED: Duration = Duration::from_millis(500);
+
+/// The options of a connection to a sentinel: the sentinel's credentials, database 0,
+/// RESP2 (every sentinel version speaks it), no maintenance notifications.
+pub(crate) fn sentinel_options(options: &Options) -> Options {
+    let mut o = options.clone();
+    o.user = options.sentinel_user.clone();
+    o.password = options.sentinel_password.clone();
+    o.database = 0;
+    o.protocol = Some(Protocol::Resp2);
+    o.maint_notifications = MaintNotifications::Disabled;
+    o.service_name = None;
+    o
+}
+
+/// A connection configuration for one sentinel.
+fn config_for(
+    options: &Arc<Options>,
+    endpoint: &Endpoint,
+    on_push: Option<PushHandler>,
+    warned: &Arc<AtomicBool>,
+) -> Result<ConnectionConfig> {
+    let tls = match &options.tls {
+        Some(t) => Some(Arc::new(tls::setup(t, &endpoint.host, warned.clone())?)),
+        None => None,
+    };
+    let subscriber = on_push.is_some();
+    Ok(ConnectionConfig {
+        endpoint: endpoint.clone(),
+        options: options.clone(),
+        tls,
+        timeouts: Arc::new(ServerTimeouts::new(clock::system())),
+        on_push,
+        on_failure: None,
+        role: if subscriber {
+            "-sentinel-sub"
+        } else {
+            "-sentinel"
+        },
+        subscriber,
+        readonly: false,
+        breaker: None,
+        dial: Arc::new(Dial::default()),
+    })
+}
+
+fn frame(args: &[&[u8]]) -> Vec<u8> {
+    let mut f = Vec::new();
+    write_command_header(&mut f, args.len());
+    for a in args {
+        write_arg(&mut f, a);
+    }
+    f
+}
+
+fn query(conn: &Connection, args: &[&[u8]]) -> Result<Value> {
+    match conn.request(&frame(args), 1, QUERY_TIMEOUT, false) {
+        Ok(Outcome::One(v)) => match v.error_message() {
+            Some(m) => Err(Error::from_server_reply(m)),
+            None => Ok(v),
+        },
+        Ok(_) => Err(Error::new(ErrorKind::Protocol, "unexpected reply shape")),
+        Err(crate::connection::RequestError::Failed(e))
+        | Err(crate::connection::RequestError::Unsent(e)) => Err(e),
+    }
+}
+
+/// What one sentinel says of the service.
+pub(crate) struct Answer {
+    pub primary: Endpoint,
+    pub sentinels: Vec<Endpoint>,
+    pub replicas: Vec<Endpoint>,
+}
+
+/// Asks one sentinel (on an open connection) for the primary, the other sentinels and
+/// the replicas. An error when it does not know the service or answers wrongly.
+fn ask(conn: &Connection, service: &str) -> Result<Answer> {
+    let s = service.as_bytes();
+    let reply = query(conn, &[b"SENTINEL", b"GET-MASTER-ADDR-BY-NAME", s])?;
+    let primary = parse::master_addr(&reply).ok_or_else(|| {
+        Error::new(
+            ErrorKind::Server,
+            "the sentinel does not know the service (or answered in a form not understood)",
+        )
+    })?;
+    // Optional extras: an old sentinel without REPLICAS still gives the primary.
+    let sentinels = query(conn, &[b"SENTINEL", b"SENTINELS", s])
+        .map(|v| parse::instances(&v))
+        .unwrap_or_default();
+    let replicas = query(conn, &[b"SENTINEL", b"REPLICAS", s])
+        .map(|v| parse::instances(&v))
+        .unwrap_or_default();
+    Ok(Answer {
+        primary,
+        sentinels,
+        replicas,
+    })
+}
+
+/// Asks the sentinels in turn (`sentinels` reordered: the one that answered first),
+/// on fresh connections; for the first connection of a client.
+pub(crate) fn ask_any(
+    options: &Options,
+    sentinels: &mut Vec<Endpoint>,
+    warned: &Arc<AtomicBool>,
+) -> Result<Answer> {
+    let service = options
+        .service_name
+        .clone()
+        .ok_or_else(|| Error::new(ErrorKind::Config, "no service name"))?;
+    let opts = Arc::new(sentinel_options(options));
+    let mut last = None;
+    for i in 0..sentinels.len() {
+        let endpoint = sentinels[i].clone();
+        let answer = config_for(&opts, &endpoint, None, warned)
+            .and_then(|cfg| Connection::open(&cfg))
+            .and_then(|conn| {
+                let a = ask(&conn, &service);
+                conn.close(crate::error::FailureKind::ClosedByClient);
+                conn.join();
+                a
+            });
+        match answer {
+            Ok(a) => {
+                let first = sentinels.remove(i);
+                sentinels.insert(0, first);
+                return Ok(a);
+            }
+            Err(e) => {
+                log::debug!("sentinel {endpoint} skipped: {e}");
+                last = Some(e.with_endpoint(endpoint.to_string()));
+            }
+        }
+    }
+    Err(match last {
+        Some(e) => Error::new(
+            ErrorKind::Connect,
+            format!("no sentinel could name the primary of the service (the last: {e})"),
+        ),
+        None => Error::new(ErrorKind::Connect, "no sentinel given"),
+    })
+}
+
+/// Adds the sentinels an answer named that are not known yet (bounded: 64 at most).
+fn merge(known: &mut Vec<Endpoint>, found: &[Endpoint]) {
+    for e in found {
+        if known.len() >= 64 {
+            break;
+        }
+        if !known.contains(e) {
+            known.push(e.clone());
+        }
+    }
+}
+
+/// The sentinel side of the `rr-sentinel` worker.
+pub(crate) struct SentinelWatch {
+    service: String,
+    options: Arc<Options>,
+    sentinels: Vec<Endpoint>,
+    /// The query connection, to the sentinel that answered last.
+    conn: Option<Connection>,
+    /// The `+switch-master` subscription.
+    sub: Option<Connection>,
+    next_sub_attempt: Instant,
+    /// Round-robin start of the next subscription attempt.
+    sub_next: usize,
+    next_poll: Instant,
+    tx: Sender<Msg>,
+    warned: Arc<AtomicBool>,
+}
+
+impl SentinelWatch {
+    pub(crate) fn new(deployment: &Deployment, service: String, tx: Sender<Msg>) -> SentinelWatch {
+        SentinelWatch {
+            service,
+            options: Arc::new(sentinel_options(&deployment.options)),
+            sentinels: deployment.options.endpoints.clone(),
+            conn: None,
+            sub: None,
+            next_sub_attempt: Instant::now(),
+            sub_next: 0,
+            next_poll: Instant::now(),
+            tx,
+            warned: Arc::new(AtomicBool::new(false)),
+        }
+    }
+
+    /// One answer from the first sentinel that gives one (the query connection kept).
+    fn ask(&mut self) -> Option<Answer> {
+        if let Some(conn) = self.conn.take() {
+            if !conn.is_closed() {
+                if let Ok(a) = ask(&conn, &self.service) {
+                    self.conn = Some(conn);
+                    return Some(a);
+                }
+            }
+            conn.close(crate::error::FailureKind::ClosedByClient);
+        }
+        for i in 0..self.sentinels.len() {
+            let endpoint = self.sentinels[i].clone();
+            let conn = match config_for(&self.options, &endpoint, None, &self.warned)
+                .and_then(|cfg| Connection::open(&cfg))
+            {
+                Ok(c) => c,
+                Err(e) => {
+                    log::debug!("sentinel {endpoint} skipped: {e}");
+                    continue;
+                }
+            };
+            match ask(&conn, &self.service) {
+                Ok(a) => {
+                    self.conn = Some(conn);
+                    return Some(a);
+                }
+                Err(e) => {
+                    log::debug!("sentinel {endpoint} skipped: {e}");
+                    conn.close(crate::error::FailureKind::ClosedByClient);
+                }
+            }
+        }
+        None
+    }
+
+    /// A check: ask the sentinels when due (or when the primary is unknown or down),
+    /// route to their primary, and confirm it by `ROLE`. True when the primary is
+    /// known and confirmed.
+    pub(crate) fn check(&mut self, deployment: &Deployment, roles: &Roles) -> bool {
+        let primary = roles.primary();
+        let confirmed = primary
+            .as_ref()
+            .is_some_and(|p| roles::role_of(p) == Some(Role::Primary));
+        let now = Instant::now();
+        if confirmed && now < self.next_poll {
+            return true;
+        }
+        self.next_poll = now
+            + if self.sub.is_some() {
+                POLL_SUBSCRIBED
+            } else {
+                POLL_UNSUBSCRIBED
+            };
+        let Some(answer) = self.ask() else {
+            log::warn!(
+                "service {}: no sentinel answered; keeping the current primary",
+                self.service
+            );
+            return confirmed;
+        };
+        merge(&mut self.sentinels, &answer.sentinels);
+        roles::route_to(deployment, roles, &answer.primary);
+        roles::set_sentinel_replicas(deployment, roles, &answer.replicas);
+        roles
+            .primary()
+            .is_some_and(|p| roles::role_of(&p) == Some(Role::Primary))
+    }
+
+    /// A sentinel announced a switch: route there at once.
+    pub(crate) fn switch_to(&mut self, deployment: &Deployment, roles: &Roles, endpoint: Endpoint) {
+        log::info!(
+            "service {}: sentinel announced the new primary {endpoint}",
+            self.service
+        );
+        roles::route_to(deployment, roles, &endpoint);
+        // The replicas (and what to forget) are read again at the next check.
+        self.next_poll = Instant::now();
+    }
+
+    /// Keeps one subscription to `+switch-master` open, moving to the next sentinel
+    /// when the one subscribed to fails.
+    pub(crate) fn keep_subscribed(&mut self, _deployment: &Deployment) {
+        if self.sub.as_ref().is_some_and(|c| !c.is_closed()) {
+            return;
+        }
+        if let Some(old) = self.sub.take() {
+            old.join();
+            // Something may have been missed while it was down.
+            self.next_poll = Instant::now();
+        }
+        let now = Instant::now();
+        if now < self.next_sub_attempt || self.sentinels.is_empty() {
+            return;
+        }
+        let n = self.sentinels.len();
+        for k in 0..n {
+            let endpoint = self.sentinels[(self.sub_next + k) % n].clone();
+            let handler = switch_handler(self.service.clone(), self.tx.clone());
+            let opened = config_for(&self.options, &endpoint, Some(handler), &self.warned)
+                .and_then(|cfg| Connection::open(&cfg))
+                .and_then(|conn| {
+                    conn.send_oneway(&frame(&[b"SUBSCRIBE", b"+switch-master"]))?;
+                    Ok(conn)
+                });
+            match opened {
+                Ok(conn) => {
+                    log::debug!("service {}: subscribed to sentinel {endpoint}", self.service);
+                    self.sub = Some(conn);
+                    self.sub_next = (self.sub_next + k + 1) % n;
+                    return;
+                }
+                Err(e) => log::debug!("sentinel {endpoint}: cannot subscribe: {e}"),
+            }
+        }
+        self.next_sub_attempt = now + POLL_UNSUBSCRIBED;
+    }
+
+    pub(crate) fn close(self) {
+        for conn in [self.conn, self.sub].into_iter().flatten() {
+            conn.close(crate::error::FailureKind::ClosedByClient);
+            conn.join();
+        }
+    }
+}
+
+/// The subscription's push handler (on its reader thread: it only parses and queues).
+fn switch_handler(service: String, tx: Sender<Msg>) -> PushHandler {
+    Arc::new(move |_info: &ConnectionInfo, frame: Value| {
+        if let Some(endpoint) = parse::switch_master(&frame, &service) {
+            let _ = tx.try_send(Msg::SwitchMaster(endpoint));
+        }
+    })
+}
