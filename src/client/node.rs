@@ -204,7 +204,11 @@ impl Node {
         }
     }
 
-    fn wait_for_connection(&self, deadline: Instant, still_routed: &dyn Fn() -> bool) -> Result<()> {
+    fn wait_for_connection(
+        &self,
+        deadline: Instant,
+        still_routed: &dyn Fn() -> bool,
+    ) -> Result<()> {
         let options = &self.interactive.config.options;
         if options.backlog == BacklogPolicy::FailFast {
             let (why, failure) = why_disconnected(self.interactive.last_error().as_ref());

@@ -45,9 +45,15 @@ impl Router for DeploymentRouter {
         let timeout = timeout.unwrap_or(deployment.options.command_timeout);
         if let (Some(roles), None) = (deployment.active_roles(), cmd.block_time()) {
             let read = cmd.retry_category() == RetryCategory::ReadOnly;
-            return send_by_role(deployment, roles, cmd.frame(), 1, timeout, read, &|o| {
-                matches!(o, Outcome::One(v) if is_readonly(v))
-            })
+            return send_by_role(
+                deployment,
+                roles,
+                cmd.frame(),
+                1,
+                timeout,
+                read,
+                &|o| matches!(o, Outcome::One(v) if is_readonly(v)),
+            )
             .and_then(single)
             .map_err(|e| e.with_command(cmd.name()));
         }
@@ -229,8 +235,10 @@ fn send_by_role(
         };
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
-            return Err(Error::new(ErrorKind::Timeout, "timed out waiting for the primary")
-                .with_endpoint(node.endpoint.to_string()));
+            return Err(
+                Error::new(ErrorKind::Timeout, "timed out waiting for the primary")
+                    .with_endpoint(node.endpoint.to_string()),
+            );
         }
         let moved = || roles.generation() != seen && !deployment.is_closed();
         let result = node.request_while(frame, replies, left, true, &|| {

@@ -77,9 +77,7 @@ pub(crate) fn choose_primary(
             let followers = |m: &Endpoint| {
                 observed
                     .iter()
-                    .filter(|(_, r)| {
-                        matches!(r, Role::Replica { following: Some(f) } if f == m)
-                    })
+                    .filter(|(_, r)| matches!(r, Role::Replica { following: Some(f) } if f == m))
                     .count()
             };
             let best = several.iter().map(|m| followers(m)).max().unwrap_or(0);
@@ -87,7 +85,9 @@ pub(crate) fn choose_primary(
                 several.iter().filter(|m| followers(m) == best).collect();
             match leaders.as_slice() {
                 [one] => Some((**one).clone()),
-                _ => current.filter(|c| leaders.iter().any(|l| **l == *c)).cloned(),
+                _ => current
+                    .filter(|c| leaders.iter().any(|l| **l == *c))
+                    .cloned(),
             }
         }
     }
@@ -196,15 +196,39 @@ mod tests {
         let replica_of = |p| Role::Replica {
             following: Some(ep(p)),
         };
-        let table: Vec<(&str, Option<Endpoint>, Vec<(Endpoint, Role)>, Option<Endpoint>)> = vec![
-            ("one master", None, vec![(ep(1), Role::Primary), (ep(2), replica_of(1))], Some(ep(1))),
-            ("promoted", Some(ep(1)), vec![(ep(2), Role::Primary)], Some(ep(2))),
-            ("none: failover in progress", Some(ep(1)), vec![(ep(2), replica_of(1))], None),
+        let table: Vec<(
+            &str,
+            Option<Endpoint>,
+            Vec<(Endpoint, Role)>,
+            Option<Endpoint>,
+        )> = vec![
+            (
+                "one master",
+                None,
+                vec![(ep(1), Role::Primary), (ep(2), replica_of(1))],
+                Some(ep(1)),
+            ),
+            (
+                "promoted",
+                Some(ep(1)),
+                vec![(ep(2), Role::Primary)],
+                Some(ep(2)),
+            ),
+            (
+                "none: failover in progress",
+                Some(ep(1)),
+                vec![(ep(2), replica_of(1))],
+                None,
+            ),
             ("nobody answered", Some(ep(1)), vec![], None),
             (
                 "old primary back as master, replicas follow the new one",
                 Some(ep(1)),
-                vec![(ep(1), Role::Primary), (ep(2), Role::Primary), (ep(3), replica_of(2))],
+                vec![
+                    (ep(1), Role::Primary),
+                    (ep(2), Role::Primary),
+                    (ep(3), replica_of(2)),
+                ],
                 Some(ep(2)),
             ),
             (
@@ -219,7 +243,12 @@ mod tests {
                 vec![(ep(1), Role::Primary), (ep(2), Role::Primary)],
                 None,
             ),
-            ("sentinels are never data nodes", None, vec![(ep(9), Role::Other)], None),
+            (
+                "sentinels are never data nodes",
+                None,
+                vec![(ep(9), Role::Other)],
+                None,
+            ),
         ];
         for (name, current, observed, want) in table {
             assert_eq!(choose_primary(current.as_ref(), &observed), want, "{name}");

@@ -409,7 +409,10 @@ pub(crate) fn set_sentinel_replicas(deployment: &Deployment, roles: &Roles, repl
         let keep = primary.as_ref().is_some_and(|p| Arc::ptr_eq(p, &node))
             || nodes.iter().any(|n| Arc::ptr_eq(n, &node));
         if !keep {
-            log::debug!("{}: no longer primary nor replica in use: closing", node.endpoint);
+            log::debug!(
+                "{}: no longer primary nor replica in use: closing",
+                node.endpoint
+            );
             deployment.remove(&node.endpoint);
             node.nudge();
             node.close();

@@ -328,7 +328,10 @@ impl SentinelWatch {
                 });
             match opened {
                 Ok(conn) => {
-                    log::debug!("service {}: subscribed to sentinel {endpoint}", self.service);
+                    log::debug!(
+                        "service {}: subscribed to sentinel {endpoint}",
+                        self.service
+                    );
                     self.sub = Some(conn);
                     self.sub_next = (self.sub_next + k + 1) % n;
                     return;

@@ -97,14 +97,23 @@ mod tests {
     fn master_addresses_are_read_and_nil_or_junk_is_none() {
         let ep = Endpoint::new("127.0.0.1", 6380);
         let table = vec![
-            (Value::Array(vec![b("127.0.0.1"), b("6380")]), Some(ep.clone())),
-            (Value::Array(vec![b("127.0.0.1"), Value::Int(6380)]), Some(ep)),
+            (
+                Value::Array(vec![b("127.0.0.1"), b("6380")]),
+                Some(ep.clone()),
+            ),
+            (
+                Value::Array(vec![b("127.0.0.1"), Value::Int(6380)]),
+                Some(ep),
+            ),
             (Value::Nil, None),
             (Value::Array(vec![b("127.0.0.1")]), None),
             (Value::Array(vec![b(""), b("6380")]), None),
             (Value::Array(vec![b("h"), b("99999")]), None),
             (Value::Array(vec![b("h"), b("port")]), None),
-            (Value::Error("ERR No such master with that name".into()), None),
+            (
+                Value::Error("ERR No such master with that name".into()),
+                None,
+            ),
         ];
         for (reply, want) in table {
             assert_eq!(master_addr(&reply), want, "{reply:?}");
@@ -132,7 +141,10 @@ mod tests {
             inst("10.0.0.4", "nope", "slave"),
             Value::Array(vec![b("ip")]),
             Value::Int(3),
-            Value::Map(vec![(b("ip"), b("10.0.0.5")), (b("port"), Value::Int(26379))]),
+            Value::Map(vec![
+                (b("ip"), b("10.0.0.5")),
+                (b("port"), Value::Int(26379)),
+            ]),
         ]);
         assert_eq!(
             instances(&reply),
@@ -146,17 +158,22 @@ mod tests {
 
     #[test]
     fn switch_master_is_read_for_our_service_only() {
-        let msg = |channel: &str, payload: &str| {
-            Value::Array(vec![b("message"), b(channel), b(payload)])
-        };
+        let msg =
+            |channel: &str, payload: &str| Value::Array(vec![b("message"), b(channel), b(payload)]);
         let table = vec![
             (
                 msg("+switch-master", "mymaster 127.0.0.1 6379 127.0.0.1 6380"),
                 Some(Endpoint::new("127.0.0.1", 6380)),
             ),
-            (msg("+switch-master", "other 127.0.0.1 6379 127.0.0.1 6380"), None),
+            (
+                msg("+switch-master", "other 127.0.0.1 6379 127.0.0.1 6380"),
+                None,
+            ),
             (msg("+sdown", "master mymaster 127.0.0.1 6379"), None),
-            (msg("+switch-master", "mymaster 127.0.0.1 6379 127.0.0.1"), None),
+            (
+                msg("+switch-master", "mymaster 127.0.0.1 6379 127.0.0.1"),
+                None,
+            ),
             (msg("+switch-master", "mymaster a 1 b 70000"), None),
             (
                 Value::Array(vec![b("subscribe"), b("+switch-master"), Value::Int(1)]),

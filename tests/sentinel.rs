@@ -1,0 +1,247 @@
+//! Redis Sentinel against real processes: a primary, a replica and three sentinels on
+//! loopback ports. Under load from several threads, with the default options and the
+//! default retry policy: the primary killed, a graceful `SENTINEL FAILOVER`, the old
+//! primary back as a replica.
+
+mod support;
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::{self, JoinHandle};
+use std::time::{Duration, Instant};
+
+use resilient_redis::availability::RetryPolicy;
+use resilient_redis::prelude::*;
+use resilient_redis::Endpoint;
+use support::sentinel::{client_names, role, SentinelSetup, SwitchWatch};
+use support::wait_until;
+
+/// Writers on several threads, each counting successes and failures and noting when
+/// each write succeeded.
+struct Load {
+    stop: Arc<AtomicBool>,
+    ok: Arc<AtomicU64>,
+    failed: Arc<AtomicU64>,
+    successes: Arc<Mutex<Vec<Instant>>>,
+    errors: Arc<Mutex<Vec<String>>>,
+    threads: Vec<JoinHandle<()>>,
+}
+
+impl Load {
+    fn start(db: &Database, writers: usize, prefix: &'static str) -> Load {
+        let stop = Arc::new(AtomicBool::new(false));
+        let ok = Arc::new(AtomicU64::new(0));
+        let failed = Arc::new(AtomicU64::new(0));
+        let successes = Arc::new(Mutex::new(Vec::new()));
+        let errors = Arc::new(Mutex::new(Vec::new()));
+        let threads = (0..writers)
+            .map(|t| {
+                let (db, stop, ok, failed) = (db.clone(), stop.clone(), ok.clone(), failed.clone());
+                let (successes, errors) = (successes.clone(), errors.clone());
+                thread::spawn(move || {
+                    let mut i = 0u64;
+                    while !stop.load(Ordering::Relaxed) {
+                        i += 1;
+                        match db.set(format!("{prefix}:{t}:{i}"), i) {
+                            Ok(()) => {
+                                ok.fetch_add(1, Ordering::Relaxed);
+                                successes.lock().unwrap().push(Instant::now());
+                            }
+                            Err(e) => {
+                                failed.fetch_add(1, Ordering::Relaxed);
+                                errors.lock().unwrap().push(e.to_string());
+                            }
+                        }
+                        thread::sleep(Duration::from_millis(5));
+                    }
+                })
+            })
+            .collect();
+        Load {
+            stop,
+            ok,
+            failed,
+            successes,
+            errors,
+            threads,
+        }
+    }
+
+    fn ok(&self) -> u64 {
+        self.ok.load(Ordering::Relaxed)
+    }
+
+    /// The first success at or after `t`.
+    fn first_success_after(&self, t: Instant) -> Option<Instant> {
+        self.successes
+            .lock()
+            .unwrap()
+            .iter()
+            .copied()
+            .filter(|s| *s >= t)
+            .min()
+    }
+
+    fn finish(mut self) -> (u64, u64, Vec<String>) {
+        self.stop.store(true, Ordering::Relaxed);
+        for t in self.threads.drain(..) {
+            t.join().unwrap();
+        }
+        let errors = std::mem::take(&mut *self.errors.lock().unwrap());
+        (
+            self.ok.load(Ordering::Relaxed),
+            self.failed.load(Ordering::Relaxed),
+            errors,
+        )
+    }
+}
+
+fn connect(setup: &SentinelSetup, name: &str) -> Client {
+    let client = Client::connect(format!("{},name={name}", sentinel_option_string(setup)))
+        .expect("connect through the sentinels");
+    assert!(client.is_connected());
+    assert!(!client.is_cluster());
+    client
+}
+
+fn sentinel_option_string(setup: &SentinelSetup) -> String {
+    format!("{},serviceName=mymaster", setup.sentinel_list())
+}
+
+#[test]
+fn the_url_form_connects_to_the_primary_the_sentinels_name() {
+    let Some(setup) = SentinelSetup::start() else {
+        return;
+    };
+    let client = Client::connect(format!("{}?name=rr-url", setup.url())).unwrap();
+    let db = client.database();
+    db.set("via-url", "yes").unwrap();
+    assert_eq!(
+        db.get::<Option<String>>("via-url").unwrap().as_deref(),
+        Some("yes")
+    );
+    assert_eq!(
+        client.nodes(),
+        vec![Endpoint::new("127.0.0.1", setup.primary.port)]
+    );
+    // The write went to the primary (a replica would have refused it).
+    assert!(client_names(setup.primary.port).contains(&"rr-url".to_string()));
+    client.close();
+    assert!(wait_until(Duration::from_secs(5), || {
+        support::threads_named("rr-sentinel").is_empty()
+    }));
+}
+
+#[test]
+fn a_killed_primary_is_followed_to_the_promoted_replica_and_the_old_one_gets_no_write() {
+    let Some(mut setup) = SentinelSetup::start() else {
+        return;
+    };
+    let (old_port, new_port) = (setup.primary.port, setup.replica.port);
+    let watch = SwitchWatch::start(setup.sentinels[0].port);
+    let client = connect(&setup, "rr-kill");
+    let db = client
+        .database()
+        .with_retry(RetryPolicy::default())
+        .unwrap();
+    let load = Load::start(&db, 4, "kill");
+    assert!(wait_until(Duration::from_secs(5), || load.ok() > 50));
+
+    let killed_at = Instant::now();
+    setup.primary.kill();
+    assert!(
+        wait_until(Duration::from_secs(20), || watch.first().is_some()),
+        "the sentinels never announced a new primary"
+    );
+    let (announced_at, line) = watch.first().unwrap();
+    assert!(line.ends_with(&format!("127.0.0.1 {new_port}")), "{line}");
+    assert!(
+        wait_until(Duration::from_secs(10), || load
+            .first_success_after(announced_at)
+            .is_some()),
+        "no write succeeded after the switch"
+    );
+    let first = load.first_success_after(announced_at).unwrap();
+    let after_announce = first.saturating_duration_since(announced_at);
+    let after_kill = first.saturating_duration_since(killed_at);
+    eprintln!(
+        "MEASURED kill: sentinels announced after {:?}; first write on the new primary {:?} after the announcement ({:?} after the kill)",
+        announced_at - killed_at,
+        after_announce,
+        after_kill
+    );
+    // ~1 s is the goal; loose for a busy 2-core machine.
+    assert!(
+        after_announce < Duration::from_secs(3),
+        "{after_announce:?}"
+    );
+    assert_eq!(role(new_port), "master");
+
+    // The old primary comes back: the sentinels turn it into a replica, and it never
+    // sees a connection (so never a write) from the client.
+    setup.primary.restart();
+    assert!(
+        wait_until(Duration::from_secs(20), || role(old_port) == "slave"),
+        "the sentinels did not turn the old primary into a replica"
+    );
+    let before = load.ok();
+    assert!(wait_until(Duration::from_secs(5), || load.ok() > before + 50));
+    assert!(
+        !client_names(old_port).contains(&"rr-kill".to_string()),
+        "the client connected to the old primary"
+    );
+    let (ok, failed, errors) = load.finish();
+    eprintln!("MEASURED kill: {ok} writes ok, {failed} failed: {errors:?}");
+    assert!(client_names(new_port).contains(&"rr-kill".to_string()));
+    assert_eq!(
+        client.nodes(),
+        vec![Endpoint::new("127.0.0.1", new_port)],
+        "only the primary is dialed (no replica reads asked)"
+    );
+    client.close();
+}
+
+#[test]
+fn a_graceful_sentinel_failover_costs_no_failed_call() {
+    let Some(setup) = SentinelSetup::start() else {
+        return;
+    };
+    let new_port = setup.replica.port;
+    let watch = SwitchWatch::start(setup.sentinels[1].port);
+    let client = connect(&setup, "rr-graceful");
+    let db = client
+        .database()
+        .with_retry(RetryPolicy::default())
+        .unwrap();
+    let load = Load::start(&db, 4, "graceful");
+    assert!(wait_until(Duration::from_secs(5), || load.ok() > 50));
+
+    let started = Instant::now();
+    let out = support::sentinel::sentinel_cli(
+        setup.sentinels[0].port,
+        &["SENTINEL", "FAILOVER", "mymaster"],
+    );
+    assert_eq!(out.as_deref(), Some("OK"));
+    assert!(
+        wait_until(Duration::from_secs(20), || watch.first().is_some()),
+        "the sentinels never announced the switch"
+    );
+    let (announced_at, _) = watch.first().unwrap();
+    assert!(wait_until(Duration::from_secs(10), || load
+        .first_success_after(announced_at)
+        .is_some()));
+    let first = load.first_success_after(announced_at).unwrap();
+    // Keep writing a while on the new primary (the old one is reconfigured as its
+    // replica meanwhile).
+    let before = load.ok();
+    assert!(wait_until(Duration::from_secs(10), || load.ok() > before + 100));
+    let (ok, failed, errors) = load.finish();
+    eprintln!(
+        "MEASURED graceful: announced {:?} after SENTINEL FAILOVER; first write after it {:?} later; {ok} ok, {failed} failed",
+        announced_at - started,
+        first.saturating_duration_since(announced_at)
+    );
+    assert_eq!(failed, 0, "failed calls: {errors:?}");
+    assert!(client_names(new_port).contains(&"rr-graceful".to_string()));
+    client.close();
+}
