@@ -77,7 +77,14 @@ pub(super) fn parse_url(scheme: &str, rest: &str) -> Result<Options> {
     };
     let path = path.strip_prefix('/').unwrap_or(path);
     let db = if sentinel {
-        // `/service[/db]`, the form other clients write.
+        // `/service[/db]`, the form other clients write. An '@' there is a password
+        // with an unencoded '/' (a service name never holds one): taken as the
+        // service name, it would be written by Display and sent to the sentinels.
+        if tail.contains('@') {
+            return Err(fail(
+                "the URL path holds an '@' (not shown: it may be part of a password)".to_string(),
+            ));
+        }
         let (service, db) = path.split_once('/').unwrap_or((path, ""));
         let service = percent_decode(service)
             .map_err(|why| fail(format!("bad percent-encoding in the service name: {why}")))?;
