@@ -245,3 +245,99 @@ fn a_graceful_sentinel_failover_costs_no_failed_call() {
     assert!(client_names(new_port).contains(&"rr-graceful".to_string()));
     client.close();
 }
+
+// ---- Several endpoints of one primary/replica deployment, no sentinel ----
+
+fn replica_pair() -> Option<(support::RedisServer, support::RedisServer)> {
+    let primary = support::RedisServer::start()?;
+    let port = primary.port.to_string();
+    let replica = support::RedisServer::start_with(&["--replicaof", "127.0.0.1", &port])?;
+    assert!(wait_until(Duration::from_secs(10), || {
+        support::cluster::cli(replica.port, &["INFO", "replication"])
+            .contains("master_link_status:up")
+    }));
+    Some((primary, replica))
+}
+
+#[test]
+fn several_endpoints_route_writes_to_the_primary_whatever_their_order() {
+    let Some((primary, replica)) = replica_pair() else {
+        return;
+    };
+    // The replica first: a client pinned to the first that answers would meet
+    // -READONLY on every write.
+    let client = Client::connect(format!(
+        "{},{},name=rr-order",
+        replica.addr(),
+        primary.addr()
+    ))
+    .unwrap();
+    let db = client.database();
+    for i in 0..20 {
+        db.set(format!("order:{i}"), i).unwrap();
+    }
+    assert!(client_names(primary.port).contains(&"rr-order".to_string()));
+    assert!(client.is_connected());
+    client.close();
+}
+
+#[test]
+fn a_promotion_by_replicaof_no_one_is_followed_without_failed_calls() {
+    let Some((primary, replica)) = replica_pair() else {
+        return;
+    };
+    let client = Client::connect(format!("{},{}", primary.addr(), replica.addr())).unwrap();
+    let db = client
+        .database()
+        .with_retry(RetryPolicy::default())
+        .unwrap();
+    let load = Load::start(&db, 4, "promote");
+    assert!(wait_until(Duration::from_secs(5), || load.ok() > 50));
+    // A manual switch: the replica promoted, then the old primary made its replica.
+    let switched = Instant::now();
+    support::cluster::cli(replica.port, &["REPLICAOF", "NO", "ONE"]);
+    let new_port = replica.port.to_string();
+    support::cluster::cli(primary.port, &["REPLICAOF", "127.0.0.1", &new_port]);
+    let before = load.ok();
+    assert!(wait_until(Duration::from_secs(10), || load.ok() > before + 100));
+    let (ok, failed, errors) = load.finish();
+    eprintln!(
+        "MEASURED promotion: {ok} ok, {failed} failed, {:?} for 100 writes after the switch",
+        switched.elapsed()
+    );
+    assert_eq!(failed, 0, "{errors:?}");
+    // The writes after the switch are on the new primary (they replicate to the old).
+    let last: Option<String> = client.database().get("promote:0:1").unwrap();
+    assert!(last.is_some());
+    assert_eq!(role(replica.port), "master");
+    client.close();
+}
+
+#[test]
+fn a_killed_primary_is_left_for_the_replica_an_operator_promotes() {
+    let Some((mut primary, replica)) = replica_pair() else {
+        return;
+    };
+    let client = Client::connect(format!("{},{}", primary.addr(), replica.addr())).unwrap();
+    let db = client.database();
+    db.set("before", 1).unwrap();
+    primary.kill();
+    // Nobody is primary now: writes wait (their timeout) for one.
+    let waiter = {
+        let db = db.clone();
+        thread::spawn(move || db.set("during", 2))
+    };
+    thread::sleep(Duration::from_millis(300));
+    let promoted = Instant::now();
+    support::cluster::cli(replica.port, &["REPLICAOF", "NO", "ONE"]);
+    waiter
+        .join()
+        .unwrap()
+        .expect("the waiting write lands on the promoted replica");
+    eprintln!(
+        "MEASURED manual promotion followed in {:?}",
+        promoted.elapsed()
+    );
+    assert_eq!(support::cluster::cli(replica.port, &["GET", "during"]), "2");
+    client.close();
+}
