@@ -341,3 +341,255 @@ fn a_killed_primary_is_left_for_the_replica_an_operator_promotes() {
     assert_eq!(support::cluster::cli(replica.port, &["GET", "during"]), "2");
     client.close();
 }
+
+// ---- A Sentinel service as a member of a group ----
+
+#[test]
+fn a_sentinel_member_of_a_group_fails_over_inside_itself() {
+    use resilient_redis::availability::{Group, GroupOptions, Member};
+    let Some(mut setup) = SentinelSetup::start() else {
+        return;
+    };
+    let new_port = setup.replica.port;
+    let watch = SwitchWatch::start(setup.sentinels[2].port);
+    let group = Group::connect(
+        vec![Member::new(format!("{}?name=rr-member", setup.url())).with_name("region")],
+        GroupOptions::default(),
+    )
+    .expect("the group connects its sentinel member");
+    let db = group.database().with_retry(RetryPolicy::default()).unwrap();
+    assert!(wait_until(Duration::from_secs(10), || db
+        .set("m", 1)
+        .is_ok()));
+    let load = Load::start(&db, 2, "member");
+    assert!(wait_until(Duration::from_secs(5), || load.ok() > 20));
+    setup.primary.kill();
+    assert!(wait_until(Duration::from_secs(20), || watch
+        .first()
+        .is_some()));
+    let (announced_at, _) = watch.first().unwrap();
+    assert!(
+        wait_until(Duration::from_secs(15), || load
+            .first_success_after(announced_at)
+            .is_some()),
+        "the group's writes never reached the promoted replica"
+    );
+    let first = load.first_success_after(announced_at).unwrap();
+    eprintln!(
+        "MEASURED group member: first write {:?} after the announcement",
+        first.saturating_duration_since(announced_at)
+    );
+    let (ok, failed, _) = load.finish();
+    eprintln!("MEASURED group member: {ok} ok, {failed} failed");
+    assert!(client_names(new_port).contains(&"rr-member".to_string()));
+    group.close();
+}
+
+// ---- Against the testkit's fake sentinel (no processes) ----
+
+mod fake {
+    use super::*;
+    use resilient_redis::testkit::{FakeSentinel, FakeServer};
+    use resilient_redis::ErrorKind;
+
+    fn opts(sentinels: &[&FakeSentinel], service: &str, extra: &str) -> String {
+        let list: Vec<String> = sentinels.iter().map(|s| s.addr().to_string()).collect();
+        format!("{},serviceName={service}{extra}", list.join(","))
+    }
+
+    /// Writes until one lands on `server` (or the deadline); how long it took.
+    fn until_writes_reach(db: &Database, server: &FakeServer) -> Option<Duration> {
+        let start = Instant::now();
+        wait_until(Duration::from_secs(10), || {
+            let _ = db.set("k", "v");
+            server.commands_received("SET") > 0
+        })
+        .then(|| start.elapsed())
+    }
+
+    #[test]
+    fn a_switch_master_announcement_is_followed_at_once() {
+        let (a, b) = (FakeServer::start().unwrap(), FakeServer::start().unwrap());
+        let s = FakeSentinel::start("svc", a.addr()).unwrap();
+        let client = Client::connect(opts(&[&s], "svc", "")).unwrap();
+        let db = client.database();
+        db.set("k", "v").unwrap();
+        assert_eq!(a.commands_received("SET"), 1);
+        assert!(wait_until(Duration::from_secs(5), || s.subscribers() == 1));
+        s.switch_master(b.addr());
+        let took = until_writes_reach(&db, &b).expect("the client followed the switch");
+        eprintln!("MEASURED fake: writes on the new primary {took:?} after +switch-master");
+        assert!(took < Duration::from_secs(2), "{took:?}");
+        assert_eq!(client.nodes(), vec![Endpoint::new("127.0.0.1", b.port())]);
+        let on_a = a.commands_received("SET");
+        for _ in 0..10 {
+            db.set("k", "v").unwrap();
+        }
+        assert_eq!(
+            a.commands_received("SET"),
+            on_a,
+            "a write went to the old primary"
+        );
+        client.close();
+    }
+
+    #[test]
+    fn a_sentinel_down_wrong_or_ignorant_is_skipped() {
+        let a = FakeServer::start().unwrap();
+        let down = FakeSentinel::start("svc", a.addr()).unwrap();
+        let down_addr = down.addr();
+        down.shutdown();
+        let broken = FakeSentinel::start("svc", a.addr()).unwrap();
+        broken.break_answers(true);
+        let ignorant = FakeSentinel::start("svc", a.addr()).unwrap();
+        ignorant.forget_service(true);
+        let good = FakeSentinel::start("svc", a.addr()).unwrap();
+        let client = Client::connect(format!(
+            "{down_addr},{},{},{},serviceName=svc",
+            broken.addr(),
+            ignorant.addr(),
+            good.addr()
+        ))
+        .unwrap();
+        client.database().set("k", "v").unwrap();
+        assert_eq!(a.commands_received("SET"), 1);
+        assert!(broken.queries() > 0 && ignorant.queries() > 0 && good.queries() > 0);
+        client.close();
+
+        // No sentinel can name the primary: a classified error, not a panic.
+        let e =
+            Client::connect(opts(&[&broken, &ignorant], "svc", ",connectTimeout=500")).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Connect, "{e}");
+        assert!(e.to_string().contains("sentinel"), "{e}");
+    }
+
+    #[test]
+    fn a_readonly_reply_asks_the_sentinels_again_when_the_announcement_was_missed() {
+        let (a, b) = (FakeServer::start().unwrap(), FakeServer::start().unwrap());
+        let s = FakeSentinel::start("svc", a.addr()).unwrap();
+        let client = Client::connect(opts(&[&s], "svc", "")).unwrap();
+        let db = client.database();
+        db.set("k", "v").unwrap();
+        // The switch happened, but no announcement reached the client: the old primary
+        // (now a replica) refuses writes.
+        s.set_primary(b.addr());
+        a.fail_command(
+            "SET",
+            "READONLY You can't write against a read only replica.",
+        );
+        let start = Instant::now();
+        db.set("k", "v")
+            .expect("re-routed after -READONLY, not failed");
+        eprintln!(
+            "MEASURED fake: -READONLY re-routed in {:?}",
+            start.elapsed()
+        );
+        assert_eq!(b.commands_received("SET"), 1);
+        client.close();
+    }
+
+    #[test]
+    fn readonly_from_every_node_is_not_a_loop() {
+        let a = FakeServer::builder().role_replica().start().unwrap();
+        let s = FakeSentinel::start("svc", a.addr()).unwrap();
+        let client = Client::connect(opts(&[&s], "svc", "")).unwrap();
+        let db = client.database();
+        let before = s.queries();
+        let start = Instant::now();
+        let e = db.set("k", "v").unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::ReadOnly, "{e}");
+        // Bounded: a few re-routes with back-off, then the reply goes to the caller.
+        assert!(
+            start.elapsed() < Duration::from_secs(3),
+            "{:?}",
+            start.elapsed()
+        );
+        assert!(
+            a.commands_received("SET") <= 4,
+            "{}",
+            a.commands_received("SET")
+        );
+        assert!(
+            s.queries() - before < 50,
+            "{} queries",
+            s.queries() - before
+        );
+        client.close();
+    }
+
+    #[test]
+    fn the_sentinel_list_is_kept_current_and_the_subscription_moves() {
+        let (a, b) = (FakeServer::start().unwrap(), FakeServer::start().unwrap());
+        let s1 = FakeSentinel::start("svc", a.addr()).unwrap();
+        let s2 = FakeSentinel::start("svc", a.addr()).unwrap();
+        // Only s1 is configured; it names s2.
+        s1.set_sentinels(vec![s2.addr()]);
+        let client = Client::connect(opts(&[&s1], "svc", "")).unwrap();
+        let db = client.database();
+        db.set("k", "v").unwrap();
+        assert!(wait_until(Duration::from_secs(5), || s1.subscribers() == 1));
+        s1.shutdown();
+        assert!(
+            wait_until(Duration::from_secs(5), || s2.subscribers() == 1),
+            "the subscription did not move to the sentinel s1 named"
+        );
+        s2.switch_master(b.addr());
+        assert!(until_writes_reach(&db, &b).is_some());
+        client.close();
+    }
+
+    #[test]
+    fn replicas_serve_reads_when_asked() {
+        let (a, r) = (FakeServer::start().unwrap(), FakeServer::start().unwrap());
+        let s = FakeSentinel::start("svc", a.addr()).unwrap();
+        s.set_replicas(vec![r.addr()]);
+        let client = Client::connect(opts(&[&s], "svc", ",replicaReads=true")).unwrap();
+        let db = client.database();
+        db.set("k", "v").unwrap();
+        assert!(wait_until(Duration::from_secs(5), || {
+            let _ = db.get::<Option<String>>("k");
+            r.commands_received("GET") > 0
+        }));
+        assert_eq!(r.commands_received("SET"), 0, "a write reached the replica");
+        client.close();
+    }
+
+    #[test]
+    fn sentinel_credentials_are_sent_and_never_shown() {
+        const SECRET: &str = "Sentinel-S3cret-777";
+        let a = FakeServer::start().unwrap();
+        let s = FakeSentinel::start_with("svc", a.addr(), Some(SECRET)).unwrap();
+        let client =
+            Client::connect(opts(&[&s], "svc", &format!(",sentinelPassword={SECRET}"))).unwrap();
+        client.database().set("k", "v").unwrap();
+        assert!(!format!("{client:?}").contains(SECRET));
+        assert!(!client.options().to_string().contains(SECRET));
+        client.close();
+        let e = Client::connect(opts(&[&s], "svc", ",sentinelPassword=wrong-Pl0ver")).unwrap_err();
+        assert!(!e.to_string().contains("Pl0ver") && !format!("{e:?}").contains("Pl0ver"));
+    }
+
+    #[test]
+    fn close_ends_the_sentinel_worker_and_its_connections() {
+        let a = FakeServer::start().unwrap();
+        let s = FakeSentinel::start("leak", a.addr()).unwrap();
+        let client = Client::connect(opts(&[&s], "leak", "")).unwrap();
+        client.database().set("k", "v").unwrap();
+        assert!(wait_until(Duration::from_secs(5), || s.subscribers() == 1));
+        assert_eq!(support::threads_named("rr-sentinel lea").len(), 1);
+        drop(client);
+        assert!(
+            wait_until(Duration::from_secs(5), || support::threads_named(
+                "rr-sentinel lea"
+            )
+            .is_empty()),
+            "the rr-sentinel worker outlived the client"
+        );
+        // Its subscription was closed too (the fake sees the socket end).
+        s.switch_master(a.addr());
+        assert!(wait_until(Duration::from_secs(5), || {
+            s.switch_master(a.addr());
+            s.subscribers() == 0
+        }));
+    }
+}

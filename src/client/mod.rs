@@ -471,7 +471,7 @@ fn connect_first_sentinel(deployment: &Arc<Deployment>) -> Result<()> {
             Ok(conn) => {
                 node.install(conn);
                 match roles::role_of(&node) {
-                    Some(roles::decide::Role::Primary) => {
+                    role if sentinel::confirms(role.clone()) => {
                         roles::route_to(deployment, &roles, &answer.primary);
                         roles::set_sentinel_replicas(deployment, &roles, &answer.replicas);
                         deployment.signal_connection();

@@ -16,6 +16,9 @@ pub(crate) enum Role {
     Replica { following: Option<Endpoint> },
     /// `sentinel` (or anything else): never a data node.
     Other,
+    /// An error reply to `ROLE`: a proxy or a test double without the command. Never
+    /// chosen as primary among several endpoints; a sentinel's word is taken for it.
+    NoRole,
 }
 
 /// Reads a `ROLE` reply; `None` for anything not shaped like one (an error reply, a

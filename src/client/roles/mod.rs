@@ -289,7 +289,7 @@ fn run(deployment: Arc<Deployment>) {
             };
             if due <= now {
                 let found = match &mut sentinel {
-                    Some(s) => s.check(&deployment, &roles),
+                    Some(s) => s.check(&deployment, &roles, recheck),
                     None => check_plain(&deployment, &roles),
                 };
                 pacer.ran(Instant::now(), found && !primary_down_now(&roles));
@@ -337,6 +337,7 @@ pub(crate) fn role_of(node: &Node) -> Option<Role> {
     write_command_header(&mut frame, 1);
     write_arg(&mut frame, b"ROLE");
     match conn.request(&frame, 1, QUERY_TIMEOUT, false) {
+        Ok(Outcome::One(v)) if v.is_error() => Some(Role::NoRole),
         Ok(Outcome::One(v)) => parse_role(&v),
         _ => None,
     }

@@ -257,16 +257,16 @@ impl SentinelWatch {
         None
     }
 
-    /// A check: ask the sentinels when due (or when the primary is unknown or down),
-    /// route to their primary, and confirm it by `ROLE`. True when the primary is
-    /// known and confirmed.
-    pub(crate) fn check(&mut self, deployment: &Deployment, roles: &Roles) -> bool {
+    /// A check: ask the sentinels when due, when asked to (`force`: a `-READONLY`
+    /// reply, a lost primary), or when the primary is unknown or down; route to their
+    /// primary, and confirm it by `ROLE`. True when the primary is known and confirmed.
+    pub(crate) fn check(&mut self, deployment: &Deployment, roles: &Roles, force: bool) -> bool {
         let primary = roles.primary();
         let confirmed = primary
             .as_ref()
-            .is_some_and(|p| roles::role_of(p) == Some(Role::Primary));
+            .is_some_and(|p| confirms(roles::role_of(p)));
         let now = Instant::now();
-        if confirmed && now < self.next_poll {
+        if confirmed && !force && now < self.next_poll {
             return true;
         }
         self.next_poll = now
@@ -287,7 +287,7 @@ impl SentinelWatch {
         roles::set_sentinel_replicas(deployment, roles, &answer.replicas);
         roles
             .primary()
-            .is_some_and(|p| roles::role_of(&p) == Some(Role::Primary))
+            .is_some_and(|p| confirms(roles::role_of(&p)))
     }
 
     /// A sentinel announced a switch: route there at once.
@@ -348,6 +348,12 @@ impl SentinelWatch {
             conn.join();
         }
     }
+}
+
+/// Whether a node's `ROLE` confirms what the sentinels say: `master`, or no `ROLE`
+/// command at all (a proxy, a test double: the sentinels' word is all there is).
+pub(crate) fn confirms(role: Option<Role>) -> bool {
+    matches!(role, Some(Role::Primary | Role::NoRole))
 }
 
 /// The subscription's push handler (on its reader thread: it only parses and queues).
