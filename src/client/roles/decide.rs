@@ -18,7 +18,7 @@ pub(crate) enum Role {
     Other,
     /// An error reply to `ROLE`: a proxy or a test double without the command. Never
     /// chosen as primary among several endpoints; a sentinel's word is taken for it.
-    NoRole,
+    Unanswered,
 }
 
 /// Reads a `ROLE` reply; `None` for anything not shaped like one (an error reply, a
@@ -199,12 +199,13 @@ mod tests {
         let replica_of = |p| Role::Replica {
             following: Some(ep(p)),
         };
-        let table: Vec<(
-            &str,
+        type Row = (
+            &'static str,
             Option<Endpoint>,
             Vec<(Endpoint, Role)>,
             Option<Endpoint>,
-        )> = vec![
+        );
+        let table: Vec<Row> = vec![
             (
                 "one master",
                 None,

@@ -337,7 +337,7 @@ pub(crate) fn role_of(node: &Node) -> Option<Role> {
     write_command_header(&mut frame, 1);
     write_arg(&mut frame, b"ROLE");
     match conn.request(&frame, 1, QUERY_TIMEOUT, false) {
-        Ok(Outcome::One(v)) if v.is_error() => Some(Role::NoRole),
+        Ok(Outcome::One(v)) if v.is_error() => Some(Role::Unanswered),
         Ok(Outcome::One(v)) => parse_role(&v),
         _ => None,
     }

@@ -353,7 +353,7 @@ impl SentinelWatch {
 /// Whether a node's `ROLE` confirms what the sentinels say: `master`, or no `ROLE`
 /// command at all (a proxy, a test double: the sentinels' word is all there is).
 pub(crate) fn confirms(role: Option<Role>) -> bool {
-    matches!(role, Some(Role::Primary | Role::NoRole))
+    matches!(role, Some(Role::Primary | Role::Unanswered))
 }
 
 /// The subscription's push handler (on its reader thread: it only parses and queues).

@@ -70,7 +70,7 @@ fn errors_never_show_the_password() {
         "redis+sentinel://u:Xyzzy/Pl0ver-9137@s1/mymaster".to_string(),
         "redis+sentinel://u:p@s1/Xyzzy/Pl0ver@x".to_string(),
         format!("s1,serviceName=m,sentinelPassword={SECRET},fooBar=1"),
-        format!("s1,sentinelPassword=Xyzzy,Pl0ver:0,serviceName=m"),
+        "s1,sentinelPassword=Xyzzy,Pl0ver:0,serviceName=m".to_string(),
         format!("redis+sentinel://s1/m?sentinelPassword={SECRET}&syncTimeout=x"),
         // Bad percent-encoding inside the password.
         format!("redis://:{SECRET}%zz@h"),
