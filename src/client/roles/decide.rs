@@ -61,8 +61,9 @@ pub(crate) fn port_of(v: &Value) -> Option<u16> {
 ///
 /// - exactly one says `master`: it;
 /// - several (a demoted primary not yet reconfigured, a split): the one most replicas
-///   follow; on a tie the current one if it is among them; else none of them is
-///   trusted (`None`: keep waiting rather than write to the wrong one);
+///   follow; on a tie the current one if it is among them, else the first listed
+///   (`observed` is in the order the endpoints were given: several independent
+///   servers, a configuration mistake, keep working as before, on the first);
 /// - none: `None` (a failover in progress).
 pub(crate) fn choose_primary(
     current: Option<&Endpoint>,
@@ -242,10 +243,10 @@ mod tests {
                 Some(ep(2)),
             ),
             (
-                "two masters, no followers, no current: trust neither",
+                "two masters, no followers, no current: the first listed",
                 None,
-                vec![(ep(1), Role::Primary), (ep(2), Role::Primary)],
-                None,
+                vec![(ep(2), Role::Primary), (ep(1), Role::Primary)],
+                Some(ep(2)),
             ),
             (
                 "sentinels are never data nodes",

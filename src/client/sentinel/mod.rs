@@ -35,6 +35,24 @@ const POLL_SUBSCRIBED: Duration = Duration::from_secs(5);
 /// ... and while no subscription is up.
 const POLL_UNSUBSCRIBED: Duration = Duration::from_millis(500);
 
+/// How long after a switch a sentinel naming the old primary is taken as one that
+/// has not caught up: sentinels learn a new configuration from each other's hello
+/// messages (every 2 s), so one may answer with the old primary for a few seconds
+/// after another announced the switch. Measured on loopback: this flipped the client
+/// back to the dead primary for one check.
+const STALE_WINDOW: Duration = Duration::from_secs(10);
+
+/// Whether a sentinel's `answer` is one that has not caught up with the switch away
+/// from `left` (made at the instant given), at `now`.
+pub(crate) fn is_stale(
+    answer: &Endpoint,
+    left: Option<&(Endpoint, Instant)>,
+    now: Instant,
+    window: Duration,
+) -> bool {
+    left.is_some_and(|(old, at)| old == answer && now.saturating_duration_since(*at) < window)
+}
+
 /// The options of a connection to a sentinel: the sentinel's credentials, database 0,
 /// RESP2 (every sentinel version speaks it), no maintenance notifications.
 pub(crate) fn sentinel_options(options: &Options) -> Options {
@@ -194,7 +212,10 @@ pub(crate) struct SentinelWatch {
     options: Arc<Options>,
     sentinels: Vec<Endpoint>,
     /// The query connection, to the sentinel that answered last.
-    conn: Option<Connection>,
+    conn: Option<(Endpoint, Connection)>,
+    /// The primary last switched away from, and when: for `STALE_WINDOW` after, a
+    /// sentinel that still names it has not caught up (see `is_stale`).
+    left: Option<(Endpoint, Instant)>,
     /// The `+switch-master` subscription.
     sub: Option<Connection>,
     next_sub_attempt: Instant,
@@ -212,6 +233,7 @@ impl SentinelWatch {
             options: Arc::new(sentinel_options(&deployment.options)),
             sentinels: deployment.options.endpoints.clone(),
             conn: None,
+            left: None,
             sub: None,
             next_sub_attempt: Instant::now(),
             sub_next: 0,
@@ -223,17 +245,36 @@ impl SentinelWatch {
 
     /// One answer from the first sentinel that gives one (the query connection kept).
     fn ask(&mut self) -> Option<Answer> {
-        if let Some(conn) = self.conn.take() {
+        let now = Instant::now();
+        let mut tried = None;
+        if let Some((endpoint, conn)) = self.conn.take() {
             if !conn.is_closed() {
-                if let Ok(a) = ask(&conn, &self.service) {
-                    self.conn = Some(conn);
-                    return Some(a);
+                match ask(&conn, &self.service) {
+                    Ok(a) if !is_stale(&a.primary, self.left.as_ref(), now, STALE_WINDOW) => {
+                        self.conn = Some((endpoint, conn));
+                        return Some(a);
+                    }
+                    Ok(a) => log::debug!(
+                        "sentinel {endpoint} still names {} (not caught up with the switch): asking another",
+                        a.primary
+                    ),
+                    Err(_) => {}
                 }
             }
             conn.close(crate::error::FailureKind::ClosedByClient);
+            tried = Some(endpoint);
         }
-        for i in 0..self.sentinels.len() {
-            let endpoint = self.sentinels[i].clone();
+        let n = self.sentinels.len();
+        // Start after the sentinel just tried, so a stale one is asked last.
+        let start = tried
+            .as_ref()
+            .and_then(|t| self.sentinels.iter().position(|e| e == t))
+            .map_or(0, |i| i + 1);
+        for k in 0..n {
+            let endpoint = self.sentinels[(start + k) % n].clone();
+            if tried.as_ref() == Some(&endpoint) {
+                continue;
+            }
             let conn = match config_for(&self.options, &endpoint, None, &self.warned)
                 .and_then(|cfg| Connection::open(&cfg))
             {
@@ -244,9 +285,16 @@ impl SentinelWatch {
                 }
             };
             match ask(&conn, &self.service) {
-                Ok(a) => {
-                    self.conn = Some(conn);
+                Ok(a) if !is_stale(&a.primary, self.left.as_ref(), now, STALE_WINDOW) => {
+                    self.conn = Some((endpoint, conn));
                     return Some(a);
+                }
+                Ok(a) => {
+                    log::debug!(
+                        "sentinel {endpoint} still names {} (stale): skipped",
+                        a.primary
+                    );
+                    conn.close(crate::error::FailureKind::ClosedByClient);
                 }
                 Err(e) => {
                     log::debug!("sentinel {endpoint} skipped: {e}");
@@ -283,6 +331,7 @@ impl SentinelWatch {
             return confirmed;
         };
         merge(&mut self.sentinels, &answer.sentinels);
+        self.note_switch(roles, &answer.primary);
         roles::route_to(deployment, roles, &answer.primary);
         roles::set_sentinel_replicas(deployment, roles, &answer.replicas);
         roles
@@ -296,9 +345,19 @@ impl SentinelWatch {
             "service {}: sentinel announced the new primary {endpoint}",
             self.service
         );
+        self.note_switch(roles, &endpoint);
         roles::route_to(deployment, roles, &endpoint);
         // The replicas (and what to forget) are read again at the next check.
         self.next_poll = Instant::now();
+    }
+
+    /// Records the primary being left when routing moves to `to`.
+    fn note_switch(&mut self, roles: &Roles, to: &Endpoint) {
+        if let Some(from) = roles.primary().map(|p| p.endpoint.clone()) {
+            if from != *to {
+                self.left = Some((from, Instant::now()));
+            }
+        }
     }
 
     /// Keeps one subscription to `+switch-master` open, moving to the next sentinel
@@ -343,7 +402,8 @@ impl SentinelWatch {
     }
 
     pub(crate) fn close(self) {
-        for conn in [self.conn, self.sub].into_iter().flatten() {
+        let query = self.conn.map(|(_, c)| c);
+        for conn in [query, self.sub].into_iter().flatten() {
             conn.close(crate::error::FailureKind::ClosedByClient);
             conn.join();
         }
@@ -363,4 +423,33 @@ fn switch_handler(service: String, tx: Sender<Msg>) -> PushHandler {
             let _ = tx.try_send(Msg::SwitchMaster(endpoint));
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_sentinel_naming_the_primary_just_left_is_stale_for_a_while() {
+        let t0 = Instant::now();
+        let (a, b) = (Endpoint::new("h", 1), Endpoint::new("h", 2));
+        let w = Duration::from_secs(10);
+        let left = (a.clone(), t0);
+        // (answer, left, seconds after the switch, stale)
+        let table = [
+            (&a, Some(&left), 0, true),
+            (&a, Some(&left), 9, true),
+            (&a, Some(&left), 10, false),
+            (&b, Some(&left), 0, false),
+            (&a, None, 0, false),
+        ];
+        for (answer, left, secs, stale) in table {
+            let now = t0 + Duration::from_secs(secs);
+            assert_eq!(
+                is_stale(answer, left, now, w),
+                stale,
+                "{answer} after {secs} s"
+            );
+        }
+    }
 }
