@@ -91,6 +91,7 @@ pub(crate) fn choose_primary(
                 [one] => Some((**one).clone()),
                 _ => current
                     .filter(|c| leaders.iter().any(|l| **l == *c))
+                    .or_else(|| leaders.first().map(|l| **l))
                     .cloned(),
             }
         }
