@@ -207,7 +207,15 @@ impl Client {
                 }
                 supervisor::run(sup, wake_rx)
             })
-            .map_err(|e| Error::new(ErrorKind::Io, format!("cannot start the supervisor: {e}")))?;
+            .map_err(|e| {
+                // The roles worker (if any) must not outlive a client never returned.
+                deployment.close();
+                if let Some(roles) = deployment.roles() {
+                    roles.stop();
+                    roles.join();
+                }
+                Error::new(ErrorKind::Io, format!("cannot start the supervisor: {e}"))
+            })?;
         let supervisor = Some(thread);
         let inner = Arc::new(ClientInner {
             options,
