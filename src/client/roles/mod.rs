@@ -404,11 +404,19 @@ pub(crate) fn set_sentinel_replicas(deployment: &Deployment, roles: &Roles, repl
             }
         }
     }
-    roles.set_replicas(nodes.clone());
+    roles.set_replicas(nodes);
+    prune(deployment, roles);
+}
+
+/// Forgets (and closes) the nodes of a Sentinel service that are neither the primary
+/// nor a replica in use: an old primary is never dialed again (when it comes back it
+/// claims to be a master until the sentinels reconfigure it).
+pub(crate) fn prune(deployment: &Deployment, roles: &Roles) {
     let primary = roles.primary();
+    let replicas = roles.replicas.read().clone();
     for node in deployment.nodes() {
         let keep = primary.as_ref().is_some_and(|p| Arc::ptr_eq(p, &node))
-            || nodes.iter().any(|n| Arc::ptr_eq(n, &node));
+            || replicas.iter().any(|n| Arc::ptr_eq(n, &node));
         if !keep {
             log::debug!(
                 "{}: no longer primary nor replica in use: closing",

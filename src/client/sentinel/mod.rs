@@ -347,6 +347,10 @@ impl SentinelWatch {
         );
         self.note_switch(roles, &endpoint);
         roles::route_to(deployment, roles, &endpoint);
+        // The primary left is forgotten now, not at the next check: a sentinel that has
+        // not caught up may delay that check, and the old primary must not be dialed
+        // when it comes back.
+        roles::prune(deployment, roles);
         // The replicas (and what to forget) are read again at the next check.
         self.next_poll = Instant::now();
     }
