@@ -601,4 +601,40 @@ mod fake {
             s.subscribers() == 0
         }));
     }
+
+    #[test]
+    fn several_servers_without_role_keep_working_on_the_first() {
+        // Proxies and test doubles have no ROLE: the client stays on the first that
+        // answered, as it did before it read roles.
+        let (a, b) = (FakeServer::start().unwrap(), FakeServer::start().unwrap());
+        let client = Client::connect(format!("{},{}", a.addr(), b.addr())).unwrap();
+        let db = client.database();
+        for _ in 0..5 {
+            db.set("k", "v").unwrap();
+        }
+        assert_eq!(
+            (a.commands_received("SET"), b.commands_received("SET")),
+            (5, 0)
+        );
+        client.close();
+    }
+
+    #[test]
+    fn readonly_everywhere_without_sentinel_is_not_a_loop_either() {
+        let a = FakeServer::builder().role_replica().start().unwrap();
+        let b = FakeServer::builder().role_replica().start().unwrap();
+        let client = Client::connect(format!("{},{}", a.addr(), b.addr())).unwrap();
+        let db = client.database();
+        let start = Instant::now();
+        let e = db.set("k", "v").unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::ReadOnly, "{e}");
+        assert!(
+            start.elapsed() < Duration::from_secs(3),
+            "{:?}",
+            start.elapsed()
+        );
+        let sets = a.commands_received("SET") + b.commands_received("SET");
+        assert!(sets <= 4, "{sets} attempts");
+        client.close();
+    }
 }

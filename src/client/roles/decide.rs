@@ -64,7 +64,9 @@ pub(crate) fn port_of(v: &Value) -> Option<u16> {
 ///   follow; on a tie the current one if it is among them, else the first listed
 ///   (`observed` is in the order the endpoints were given: several independent
 ///   servers, a configuration mistake, keep working as before, on the first);
-/// - none: `None` (a failover in progress).
+/// - none: `None` (a failover in progress), unless no server has a `ROLE` command at
+///   all (proxies, test doubles): then the first that answered, as before roles were
+///   read, rather than no server at all.
 pub(crate) fn choose_primary(
     current: Option<&Endpoint>,
     observed: &[(Endpoint, Role)],
@@ -75,6 +77,9 @@ pub(crate) fn choose_primary(
         .map(|(e, _)| e)
         .collect();
     match masters.as_slice() {
+        [] if !observed.is_empty() && observed.iter().all(|(_, r)| *r == Role::Unanswered) => {
+            observed.first().map(|(e, _)| e.clone())
+        }
         [] => None,
         [only] => Some((*only).clone()),
         several => {
