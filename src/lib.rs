@@ -150,3 +150,7 @@ struct ConfigurationGuideDoctests;
 #[cfg(all(doctest, feature = "testkit"))]
 #[doc = include_str!("../docs/testing.md")]
 struct TestingGuideDoctests;
+
+#[cfg(all(doctest, feature = "testkit"))]
+#[doc = include_str!("../docs/sentinel.md")]
+struct SentinelGuideDoctests;

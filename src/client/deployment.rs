@@ -11,6 +11,7 @@ use super::cluster::ClusterState;
 use super::events::{ClientEvent, EventBus};
 use super::handoff::NodeHandoff;
 use super::node::Node;
+use super::roles::Roles;
 use super::supervisor::Wake;
 use super::{MemberSignal, Notify};
 use crate::availability::BreakerPolicy;
@@ -44,13 +45,15 @@ pub(crate) struct Deployment {
     pub(crate) reauth: super::reauth::ReauthState,
     /// Whether `sslVerify=false` has been warned about (once per client).
     tls_unverified_warned: Arc<AtomicBool>,
+    /// Primary/replica routing: a Sentinel service, or several endpoints that turn out
+    /// not to be a cluster (see `roles`).
+    roles: Option<Arc<Roles>>,
 }
 
 impl Deployment {
     pub(crate) fn new(options: Arc<Options>, wake: Sender<Wake>) -> Deployment {
         let credentials_generation = options.credentials.as_ref().map_or(0, |p| p.generation());
         Deployment {
-            options,
             events: Arc::new(EventBus::new()),
             registry: Arc::new(Registry::new()),
             wake,
@@ -63,11 +66,28 @@ impl Deployment {
             maint_ring: Arc::new(EventRing::new()),
             reauth: super::reauth::ReauthState::starting_at(credentials_generation),
             tls_unverified_warned: Arc::new(AtomicBool::new(false)),
+            roles: (options.service_name.is_some() || options.endpoints.len() > 1)
+                .then(|| Arc::new(Roles::new(options.service_name.is_some()))),
+            options,
         }
+    }
+
+    /// The role routing of a primary/replica or Sentinel deployment, if this may be one.
+    pub(crate) fn roles(&self) -> Option<Arc<Roles>> {
+        self.roles.clone()
+    }
+
+    /// The role routing when it is in force.
+    pub(crate) fn active_roles(&self) -> Option<&Arc<Roles>> {
+        self.roles.as_ref().filter(|r| r.is_active())
     }
 
     /// Whether every node's interactive connection is up.
     pub(crate) fn is_connected(&self) -> bool {
+        if let Some(roles) = self.active_roles() {
+            // A replica that is down does not make a primary/replica deployment down.
+            return roles.primary().is_some_and(|p| p.current().is_some());
+        }
         let nodes = self.nodes();
         !nodes.is_empty() && nodes.iter().all(|n| n.current().is_some())
     }
@@ -96,8 +116,12 @@ impl Deployment {
         self.nodes.read().clone()
     }
 
-    /// The first node (the standalone server, or the seed a cluster was found from).
+    /// The first node (the standalone server, or the seed a cluster was found from);
+    /// in a primary/replica or Sentinel deployment, the primary when one is known.
     pub(crate) fn primary(&self) -> Option<Arc<Node>> {
+        if let Some(p) = self.active_roles().and_then(|r| r.primary()) {
+            return Some(p);
+        }
         self.nodes.read().first().cloned()
     }
 

@@ -12,7 +12,9 @@ mod handoff;
 mod link;
 pub(crate) mod node;
 mod reauth;
+pub(crate) mod roles;
 mod router;
+pub(crate) mod sentinel;
 pub(crate) mod status;
 pub(crate) mod supervisor;
 
@@ -184,6 +186,15 @@ impl Client {
         if !in_group {
             connect_first(&deployment)?;
         }
+        // The primary/replica (or Sentinel) worker: it asks the nodes' roles (or the
+        // sentinels) off the supervisor and data threads.
+        if let Err(e) = roles::start(&deployment) {
+            deployment.close();
+            for node in deployment.nodes() {
+                node.close();
+            }
+            return Err(e);
+        }
         let name = options.endpoints[0].to_string();
         let sup = deployment.clone();
         let thread = std::thread::Builder::new()
@@ -197,7 +208,15 @@ impl Client {
                 }
                 supervisor::run(sup, wake_rx)
             })
-            .map_err(|e| Error::new(ErrorKind::Io, format!("cannot start the supervisor: {e}")))?;
+            .map_err(|e| {
+                // The roles worker (if any) must not outlive a client never returned.
+                deployment.close();
+                if let Some(roles) = deployment.roles() {
+                    roles.stop();
+                    roles.join();
+                }
+                Error::new(ErrorKind::Io, format!("cannot start the supervisor: {e}"))
+            })?;
         let supervisor = Some(thread);
         let inner = Arc::new(ClientInner {
             options,
@@ -400,6 +419,9 @@ pub(crate) type Notify = Arc<dyn Fn(MemberSignal) + Send + Sync>;
 /// (and for group members) a deployment nobody answers for is left to reconnect in the
 /// background from its first endpoint.
 fn connect_first(deployment: &Arc<Deployment>) -> Result<()> {
+    if deployment.options.service_name.is_some() {
+        return connect_first_sentinel(deployment);
+    }
     let options = &deployment.options;
     let mut last_error = None;
     for endpoint in &options.endpoints {
@@ -411,8 +433,11 @@ fn connect_first(deployment: &Arc<Deployment>) -> Result<()> {
             Ok(conn) => {
                 node.install(conn);
                 deployment.push(node);
-                deployment.signal_connection();
                 detect_cluster(deployment);
+                // Several endpoints of one primary/replica deployment: route to the
+                // primary by ROLE before the first command.
+                roles::discover_now(deployment);
+                deployment.signal_connection();
                 return Ok(());
             }
             Err(e) => last_error = Some(e),
@@ -427,6 +452,78 @@ fn connect_first(deployment: &Arc<Deployment>) -> Result<()> {
     let node = deployment.make_node(options.endpoints[0].clone())?;
     node.interactive.reconnect.lock().last_error = Some(e);
     deployment.push(node);
+    deployment.signal_connection();
+    Ok(())
+}
+
+/// The first connection of a Sentinel service: the sentinels are asked in turn for
+/// the primary (one that is down or answers wrongly is skipped), which is dialed and
+/// its `ROLE` confirmed. With `abortConnect=false` (and for group members) a service
+/// nobody can name yet is left to the `rr-sentinel` worker.
+fn connect_first_sentinel(deployment: &Arc<Deployment>) -> Result<()> {
+    let options = &deployment.options;
+    deployment.set_mode_known();
+    let Some(roles) = deployment.roles() else {
+        return Err(Error::new(ErrorKind::Config, "no service name"));
+    };
+    let warned = Arc::new(AtomicBool::new(false));
+    let mut sentinels = options.endpoints.clone();
+    let mut last_error = None;
+    // A sentinel may name a primary a moment before it is promoted, or one that just
+    // died: ask again (twice) before giving up.
+    for _ in 0..3 {
+        if deployment.is_closed() {
+            return Err(Error::new(ErrorKind::Closed, "the client is closed"));
+        }
+        let answer = match sentinel::ask_any(options, &mut sentinels, &warned) {
+            Ok(a) => a,
+            Err(e) => {
+                last_error = Some(e);
+                break;
+            }
+        };
+        let node = deployment.node_for(&answer.primary)?;
+        match Connection::open(&node.interactive.config) {
+            Ok(conn) => {
+                node.install(conn);
+                match roles::role_of(&node) {
+                    role if sentinel::confirms(role.clone()) => {
+                        roles::route_to(deployment, &roles, &answer.primary);
+                        roles::set_sentinel_replicas(deployment, &roles, &answer.replicas);
+                        deployment.signal_connection();
+                        return Ok(());
+                    }
+                    other => {
+                        last_error = Some(
+                            Error::new(
+                                ErrorKind::ReadOnly,
+                                format!(
+                                    "the sentinels named a primary whose ROLE says {}",
+                                    match other {
+                                        Some(roles::decide::Role::Replica { .. }) => "replica",
+                                        Some(_) => "something else",
+                                        None => "nothing readable",
+                                    }
+                                ),
+                            )
+                            .with_endpoint(answer.primary.to_string()),
+                        );
+                    }
+                }
+            }
+            Err(e) => last_error = Some(e),
+        }
+        std::thread::sleep(options.reconnect_min_delay);
+    }
+    let e = last_error
+        .unwrap_or_else(|| Error::new(ErrorKind::Connect, "no sentinel could be reached"));
+    if options.abort_connect {
+        for node in deployment.nodes() {
+            node.close();
+        }
+        return Err(e);
+    }
+    log::warn!("not connected yet ({e}); the sentinels are asked again in the background");
     deployment.signal_connection();
     Ok(())
 }
@@ -478,6 +575,9 @@ impl ClientInner {
         }
         self.deployment.close();
         let _ = self.deployment.wake.try_send(Wake::Shutdown);
+        if let Some(roles) = self.deployment.roles() {
+            roles.stop();
+        }
         for node in self.deployment.nodes() {
             node.close();
         }
@@ -488,6 +588,9 @@ impl ClientInner {
 
     fn shutdown(&self) {
         self.stop();
+        if let Some(roles) = self.deployment.roles() {
+            roles.join();
+        }
         let supervisor = self.supervisor.lock().take();
         if let Some(t) = supervisor {
             if t.thread().id() != std::thread::current().id() {

@@ -153,17 +153,18 @@ impl Node {
         self.request_while(frame, replies, timeout, caller_work, &|| true)
     }
 
-    /// `request`, whose wait in the backlog also ends, with an unsent error, once
-    /// `stay()` turns false (checked on every `wake_backlog`): a cluster call whose
-    /// slot moved to another node while this one was down goes there instead of
-    /// waiting out its timeout here.
+    /// [`Node::request`] for a call that may come to belong elsewhere while it waits
+    /// for this node's connection (a cluster slot that moved, a primary that moved):
+    /// `still_routed` is asked again each time the node is woken
+    /// ([`Node::wake_backlog`]); once false, the request comes back unsent
+    /// (`ErrorKind::ConnectionClosed`, marked unsent) for the router to send elsewhere.
     pub(crate) fn request_while(
         &self,
         frame: &[u8],
         replies: usize,
         timeout: Duration,
         caller_work: bool,
-        stay: &dyn Fn() -> bool,
+        still_routed: &dyn Fn() -> bool,
     ) -> Result<Outcome> {
         let start = Instant::now();
         let deadline = deadline_after(start, timeout);
@@ -197,18 +198,25 @@ impl Node {
             }
             // A relaxed window (maintenance) also covers the wait for the reconnect it
             // announced; re-read each turn.
-            self.wait_for_connection(deadline_after(start, timeouts.effective(timeout)), stay)?;
+            self.wait_for_connection(
+                deadline_after(start, timeouts.effective(timeout)),
+                still_routed,
+            )?;
         }
     }
 
     /// Wakes the callers waiting in the backlog to ask again whether they still belong
-    /// here (the cluster's slot map changed).
+    /// here (the cluster's slot map changed, or the primary moved).
     pub(crate) fn wake_backlog(&self) {
         let _guard = self.wait_lock.lock();
         self.available.notify_all();
     }
 
-    fn wait_for_connection(&self, deadline: Instant, stay: &dyn Fn() -> bool) -> Result<()> {
+    fn wait_for_connection(
+        &self,
+        deadline: Instant,
+        still_routed: &dyn Fn() -> bool,
+    ) -> Result<()> {
         let options = &self.interactive.config.options;
         if options.backlog == BacklogPolicy::FailFast {
             let (why, failure) = why_disconnected(self.interactive.last_error().as_ref());
@@ -236,7 +244,7 @@ impl Node {
         let mut guard = self.wait_lock.lock();
         while self.current().is_none() && !self.is_closed() {
             // Checked under the lock `wake_backlog` takes, so no wake-up is missed.
-            if !stay() {
+            if !still_routed() {
                 return Err(Error::new(
                     ErrorKind::ConnectionClosed,
                     "not connected, and the call now belongs to another node",

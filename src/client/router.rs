@@ -3,14 +3,17 @@
 //! a leased connection either way.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use super::blocking::Lease;
 use super::cluster::ClusterRouter;
-use super::ClientHandle;
-use crate::commands::{Cmd, Router};
+use super::roles::{is_readonly, Roles};
+use super::{ClientHandle, Deployment};
+use crate::commands::{Cmd, RetryCategory, Router};
+use crate::config::BacklogPolicy;
+use crate::connection::deadline_after;
 use crate::connection::slot::Outcome;
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::{Error, ErrorKind, FailureKind, Result};
 use crate::pubsub::{Key, PubSubLinks};
 use crate::resp::Value;
 
@@ -40,6 +43,20 @@ impl Router for DeploymentRouter {
             return ClusterRouter::new(deployment, &state).send(cmd, timeout);
         }
         let timeout = timeout.unwrap_or(deployment.options.command_timeout);
+        if let (Some(roles), None) = (deployment.active_roles(), cmd.block_time()) {
+            let read = cmd.retry_category() == RetryCategory::ReadOnly;
+            return send_by_role(
+                deployment,
+                roles,
+                cmd.frame(),
+                1,
+                timeout,
+                read,
+                &|o| matches!(o, Outcome::One(v) if is_readonly(v)),
+            )
+            .and_then(single)
+            .map_err(|e| e.with_command(cmd.name()));
+        }
         let node = self.primary()?;
         let result = match cmd.block_time() {
             Some(block) => node.blocking.run(cmd.frame(), timeout, block),
@@ -64,6 +81,23 @@ impl Router for DeploymentRouter {
         }
         let timeout = timeout.unwrap_or(deployment.options.command_timeout);
         let name = cmds.first().map_or("", |c| c.name());
+        if let Some(roles) = deployment.active_roles() {
+            let reads = cmds
+                .iter()
+                .all(|c| c.retry_category() == RetryCategory::ReadOnly);
+            let refused = |o: &Outcome| refused_by_replica(cmds, o);
+            return send_by_role(
+                deployment,
+                roles,
+                &Cmd::concat(cmds),
+                cmds.len(),
+                timeout,
+                reads && !atomic,
+                &refused,
+            )
+            .and_then(Outcome::into_values)
+            .map_err(|e| e.with_command(name));
+        }
         self.primary()?
             .request(&Cmd::concat(cmds), cmds.len(), timeout, true)
             .and_then(Outcome::into_values)
@@ -144,6 +178,110 @@ impl PubSubLinks for DeploymentRouter {
         self.primary()?
             .send_subscription(key, subscribe, move || registry.wanted())
     }
+}
+
+/// Most `-READONLY` replies one call follows by re-routing: each one asks for a role
+/// re-check and waits (a little longer each time) for the primary to change. Past
+/// this, the reply goes to the caller: never a loop on `-READONLY`.
+const READONLY_REROUTES: u32 = 3;
+
+/// Sends to the primary of a primary/replica or Sentinel deployment (a read to a
+/// replica when `replicaReads` asks), following a change of primary:
+///
+/// - waiting for the primary's connection, a caller is told when the primary moves
+///   and goes to the new one (the request was never written);
+/// - a `-READONLY` reply (the write reached a replica and was not executed, which
+///   `refused` tells for the whole request) asks for a role re-check, waits for the
+///   primary to change, and sends again, at most `READONLY_REROUTES` times;
+/// - while no primary is known (a failover in progress) the caller waits for one, up
+///   to its timeout (`backlog=failfast`: fails at once).
+fn send_by_role(
+    deployment: &Deployment,
+    roles: &Roles,
+    frame: &[u8],
+    replies: usize,
+    timeout: Duration,
+    read: bool,
+    refused: &dyn Fn(&Outcome) -> bool,
+) -> Result<Outcome> {
+    let start = Instant::now();
+    let deadline = deadline_after(start, timeout);
+    let mut reroutes = 0u32;
+    loop {
+        if deployment.is_closed() {
+            return Err(Error::new(ErrorKind::Closed, "the client is closed"));
+        }
+        let seen = roles.generation();
+        let replica = (read && deployment.options.replica_reads)
+            .then(|| roles.replica())
+            .flatten();
+        let Some(node) = replica.or_else(|| roles.primary()) else {
+            if deployment.options.backlog == BacklogPolicy::FailFast {
+                return Err(Error::new(
+                    ErrorKind::ConnectionClosed,
+                    "no primary known (a failover in progress; backlog=failfast)",
+                )
+                .with_failure(FailureKind::SocketClosed)
+                .unsent());
+            }
+            roles.request_recheck();
+            if !roles.wait_changed(seen, deadline) {
+                return Err(Error::new(
+                    ErrorKind::Timeout,
+                    "timed out waiting for a primary (a failover in progress)",
+                ));
+            }
+            continue;
+        };
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(
+                Error::new(ErrorKind::Timeout, "timed out waiting for the primary")
+                    .with_endpoint(node.endpoint.to_string()),
+            );
+        }
+        let moved = || roles.generation() != seen && !deployment.is_closed();
+        let result = node.request_while(frame, replies, left, true, &|| {
+            roles.generation() == seen && !deployment.is_closed()
+        });
+        match result {
+            // Never written, and the primary moved: send to the new one.
+            Err(e) if moved() && (e.is_unsent() || e.kind() == ErrorKind::Closed) => continue,
+            Err(e) if e.is_unsent() => {
+                roles.request_recheck();
+                return Err(e);
+            }
+            Err(e) => {
+                if e.kind().is_connection_level() {
+                    roles.request_recheck();
+                }
+                return Err(e);
+            }
+            Ok(outcome) if refused(&outcome) && reroutes < READONLY_REROUTES => {
+                reroutes += 1;
+                roles.request_recheck();
+                // Back-off: 100, 200, 400 ms at most per re-route, within the deadline.
+                let pause = Duration::from_millis(100u64 << (reroutes - 1));
+                let until = deadline.min(Instant::now() + pause);
+                roles.wait_changed(seen, until);
+            }
+            Ok(outcome) => return Ok(outcome),
+        }
+    }
+}
+
+/// Whether a pipelined request met a replica and nothing in it was executed but
+/// reads: some reply is `-READONLY`, and every command that is not a read got an
+/// error (so sending it all again writes nothing twice).
+fn refused_by_replica(cmds: &[Cmd], outcome: &Outcome) -> bool {
+    let Outcome::Many(replies) = outcome else {
+        return matches!(outcome, Outcome::One(v) if is_readonly(v)) && cmds.len() == 1;
+    };
+    replies.iter().any(is_readonly)
+        && replies.len() == cmds.len()
+        && cmds.iter().zip(replies).all(|(c, r)| {
+            c.retry_category() == RetryCategory::ReadOnly || r.error_message().is_some()
+        })
 }
 
 fn single(outcome: Outcome) -> Result<Value> {

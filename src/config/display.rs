@@ -123,6 +123,9 @@ fn value_to_write(o: &Options, defaults: &Options, key: OptionKey) -> Option<Str
             o.maint_moving_endpoint_type.map(|t| t.as_str().to_string())
         }
         OptionKey::Defaults => o.defaults.clone(),
+        OptionKey::ServiceName => o.service_name.clone(),
+        OptionKey::SentinelUser => o.sentinel_user.clone(),
+        OptionKey::SentinelPassword => None,
     }
 }
 

@@ -45,11 +45,14 @@ pub(super) enum OptionKey {
     MaintPostEventRelaxed,
     MaintMovingEndpointType,
     Defaults,
+    ServiceName,
+    SentinelUser,
+    SentinelPassword,
 }
 
 impl OptionKey {
     /// Every key, in `Display` order.
-    pub(super) const ALL: [OptionKey; 27] = [
+    pub(super) const ALL: [OptionKey; 30] = [
         OptionKey::Password,
         OptionKey::User,
         OptionKey::Name,
@@ -77,6 +80,9 @@ impl OptionKey {
         OptionKey::MaintPostEventRelaxed,
         OptionKey::MaintMovingEndpointType,
         OptionKey::Defaults,
+        OptionKey::ServiceName,
+        OptionKey::SentinelUser,
+        OptionKey::SentinelPassword,
     ];
 
     /// The canonical spelling, as documented and as `Display` writes it.
@@ -109,6 +115,9 @@ impl OptionKey {
             OptionKey::MaintPostEventRelaxed => "maintPostEventRelaxed",
             OptionKey::MaintMovingEndpointType => "maintMovingEndpointType",
             OptionKey::Defaults => "defaults",
+            OptionKey::ServiceName => "serviceName",
+            OptionKey::SentinelUser => "sentinelUser",
+            OptionKey::SentinelPassword => "sentinelPassword",
         }
     }
 
@@ -121,7 +130,7 @@ impl OptionKey {
     /// Keys whose value is a secret: never written back, and what follows an unquoted
     /// one may be its tail.
     fn is_secret(self) -> bool {
-        self == OptionKey::Password
+        matches!(self, OptionKey::Password | OptionKey::SentinelPassword)
     }
 
     /// The keys that refine TLS and mean nothing without it.
@@ -308,6 +317,15 @@ impl Settings {
                     Some(moving_type(value).ok_or_else(|| bad(MOVING_TYPE))?)
             }
             OptionKey::Defaults => o.defaults = Some(provider(value).ok_or_else(|| bad(PROVIDER))?),
+            OptionKey::ServiceName => {
+                o.service_name = Some(service_name(value).ok_or_else(|| bad(SERVICE))?)
+            }
+            OptionKey::SentinelUser => {
+                o.sentinel_user = Some(text(value).ok_or_else(|| bad(TEXT))?)
+            }
+            OptionKey::SentinelPassword => {
+                o.sentinel_password = Some(Secret::new(text(value).ok_or_else(|| bad(TEXT))?))
+            }
         }
         Ok(())
     }
@@ -431,6 +449,7 @@ const BACKLOG: &str = "queue or failfast";
 const MAINT_MODE: &str = "disabled, auto or enabled";
 const MOVING_TYPE: &str = "internal-ip, internal-fqdn, external-ip, external-fqdn or none";
 const PROVIDER: &str = "one of amr, azure, rediscloud, enterprise";
+const SERVICE: &str = "a service name of printable characters without spaces";
 
 fn text(v: &str) -> Option<String> {
     (!v.is_empty()).then(|| v.to_string())
@@ -441,6 +460,12 @@ fn text(v: &str) -> Option<String> {
 fn client_name(v: &str) -> Option<String> {
     let printable = v.chars().all(|c| ('!'..='~').contains(&c));
     (!v.is_empty() && printable).then(|| v.to_string())
+}
+
+/// A Sentinel service name: sent as one argument and matched against the words of a
+/// `+switch-master` message, so it cannot hold a space.
+fn service_name(v: &str) -> Option<String> {
+    client_name(v)
 }
 
 fn host_name(v: &str) -> Option<String> {

@@ -202,8 +202,10 @@ pub struct Options {
     pub reconnect_max_delay: Duration,
     /// Dedicated connections for blocking commands, per server (`blockingPool`; 4).
     pub blocking_pool_size: usize,
-    /// Cluster: read-only commands go to replicas, whose connections send `READONLY`
-    /// (`replicaReads`; false: replicas may lag, so this is opt-in).
+    /// Read-only commands go to replicas (`replicaReads`; false: replicas may lag, so
+    /// this is opt-in): in a cluster their connections send `READONLY`; in a
+    /// primary/replica or Sentinel deployment they go to a replica whose `ROLE` (or
+    /// sentinel) says so, else to the primary.
     pub replica_reads: bool,
     /// Maintenance notifications opt-in (`maintNotifications`).
     pub maint_notifications: MaintNotifications,
@@ -219,6 +221,14 @@ pub struct Options {
     pub maint_moving_endpoint_type: Option<MovingEndpointType>,
     /// A provider chosen explicitly with `defaults=<name>` (see [`Options::provider`]).
     pub defaults: Option<String>,
+    /// Redis Sentinel: the service (master) name to ask the sentinels for
+    /// (`serviceName`, or the path of a `redis+sentinel://` URL). When set, `endpoints`
+    /// are the sentinels, not the data nodes.
+    pub service_name: Option<String>,
+    /// ACL user for the sentinels (`sentinelUser`); the data nodes use `user`.
+    pub sentinel_user: Option<String>,
+    /// Password for the sentinels (`sentinelPassword`): never printed.
+    pub sentinel_password: Option<Secret>,
     /// How every connection resolves its endpoint's host name (`None`: the system
     /// resolver, [`SystemResolver`](crate::resolve::SystemResolver)). Code only: no
     /// option-string key. Tests inject `testkit::ScriptedResolver` to move a record.
@@ -271,6 +281,9 @@ impl Default for Options {
             maint_post_event_relaxed: None,
             maint_moving_endpoint_type: None,
             defaults: None,
+            service_name: None,
+            sentinel_user: None,
+            sentinel_password: None,
             resolver: None,
             credentials: None,
             explicit: Explicit::default(),
@@ -383,7 +396,7 @@ impl OptionsBuilder {
         self.options.reconnect_max_delay = max;
         self
     }
-    /// Cluster: read-only commands go to replicas.
+    /// Read-only commands go to replicas (see [`Options::replica_reads`]).
     pub fn replica_reads(mut self, on: bool) -> Self {
         self.options.replica_reads = on;
         self
@@ -416,6 +429,19 @@ impl OptionsBuilder {
         self
     }
 
+    /// Redis Sentinel: the service name to ask the sentinels for; the endpoints given
+    /// are then the sentinels (see [`Options::service_name`]).
+    pub fn service_name(mut self, name: impl Into<String>) -> Self {
+        self.options.service_name = Some(name.into());
+        self
+    }
+    /// Redis Sentinel: the ACL user and password the sentinels want (the data nodes
+    /// use `user` and `password`).
+    pub fn sentinel_auth(mut self, user: Option<&str>, password: impl Into<String>) -> Self {
+        self.options.sentinel_user = user.map(str::to_string);
+        self.options.sentinel_password = Some(Secret::new(password));
+        self
+    }
     /// The resolver every connection uses (see [`Options::resolver`]).
     pub fn resolver(mut self, resolver: std::sync::Arc<dyn crate::resolve::Resolver>) -> Self {
         self.options.resolver = Some(resolver);

@@ -138,6 +138,21 @@ impl Options {
     ///   `ssl=false` in a `rediss://` URL is an error, because the two contradict each
     ///   other and guessing wrong either drops TLS or fails every connect.
     /// - A fragment (`#...`) is an error.
+    /// - **Redis Sentinel**: `redis+sentinel://[user[:password]@]sentinel1[:port],sentinel2[:port]/service[/db][?...]`
+    ///   (`rediss+sentinel://` for TLS to the sentinels and the data nodes; `valkey+sentinel`
+    ///   is a synonym). The hosts are the sentinels (port 26379 when none is given), the
+    ///   first path segment is the service name (`serviceName`), the second the database.
+    ///   User and password in the URL are those of the **data nodes**, as in other
+    ///   clients' sentinel URLs; the sentinels' own are the query keys `sentinelUser` and
+    ///   `sentinelPassword`.
+    ///
+    /// ```
+    /// use resilient_redis::Options;
+    /// let o = Options::parse("redis+sentinel://s1,s2:26380/mymaster/1?sentinelPassword=x").unwrap();
+    /// assert_eq!(o.service_name.as_deref(), Some("mymaster"));
+    /// assert_eq!((o.endpoints[0].port, o.endpoints[1].port, o.database), (26379, 26380, 1));
+    /// assert!(!o.to_string().contains("sentinelPassword"));
+    /// ```
     ///
     /// ```
     /// use resilient_redis::Options;
@@ -210,7 +225,7 @@ impl Options {
     /// | `keepAlive` | An idle connection is sent a heartbeat `PING` after this | ms | 10000 |
     /// | `protocol` | Force a RESP version | `resp2`, `resp3`, `2`, `3` | RESP3, falling back to RESP2 |
     /// | `abortConnect` | Fail `connect` when the first connection cannot be made | boolean | true |
-    /// | `replicaReads` | Cluster: send read-only commands to replicas (`READONLY`) | boolean | false |
+    /// | `replicaReads` | Send read-only commands to replicas (cluster: with `READONLY`; primary/replica and Sentinel: by role) | boolean | false |
     /// | `backlog` | What commands do while disconnected | `queue`, `failfast` | `queue` |
     /// | `backlogLimit` | How many callers may wait for the connection at once | count, at least 1 | 10000 |
     /// | `reconnectMin` | First reconnect delay (doubles up to `reconnectMax`) | ms | 100 |
@@ -222,6 +237,9 @@ impl Options {
     /// | `maintPostEventRelaxed` | Relaxed tail after a closing notification | **seconds** | 2 × relaxed timeout |
     /// | `maintMovingEndpointType` | Address form `MOVING` should carry | `internal-ip`, `internal-fqdn`, `external-ip`, `external-fqdn`, `none` | detected |
     /// | `defaults` | Provider whose deployment defaults apply ([`Options::provider`]): they fill in only what is not set | `amr`, `azure`, `rediscloud`, `enterprise` | recognised from the host |
+    /// | `serviceName` | Redis Sentinel: the service (master) name; the endpoints are then the sentinels | text without spaces | none |
+    /// | `sentinelUser` | ACL user for the sentinels (the data nodes use `user`) | text | none |
+    /// | `sentinelPassword` | Password for the sentinels (the data nodes use `password`); never printed | text | none |
     ///
     /// The `ssl*` keys other than `ssl` itself need TLS on (`ssl=true` anywhere in the
     /// string, or a `rediss://` URL): without it they would silently do nothing, so they

@@ -25,12 +25,14 @@ pub(super) fn split_scheme(s: &str) -> Option<(&str, &str)> {
 
 /// Parses the URL after its scheme (see `Options::parse` for the syntax).
 pub(super) fn parse_url(scheme: &str, rest: &str) -> Result<Options> {
-    let scheme_tls = match scheme.to_ascii_lowercase().as_str() {
-        "redis" | "valkey" => false,
-        "rediss" | "valkeys" => true,
+    let (scheme_tls, sentinel) = match scheme.to_ascii_lowercase().as_str() {
+        "redis" | "valkey" => (false, false),
+        "rediss" | "valkeys" => (true, false),
+        "redis+sentinel" | "valkey+sentinel" => (false, true),
+        "rediss+sentinel" | "valkeys+sentinel" => (true, true),
         _ => {
             return Err(config_error(format!(
-                "unsupported URL scheme '{scheme}': expected redis://, rediss://, valkey:// or valkeys://"
+                "unsupported URL scheme '{scheme}': expected redis://, rediss://, valkey://, valkeys://, or redis+sentinel:// (rediss+sentinel://)"
             )))
         }
     };
@@ -58,8 +60,11 @@ pub(super) fn parse_url(scheme: &str, rest: &str) -> Result<Options> {
         return Err(fail("the URL names no host".to_string()));
     }
     for (index, host) in hosts.split(',').enumerate() {
-        let endpoint = endpoint_from(host)
+        let mut endpoint = endpoint_from(host)
             .map_err(|why| fail(format!("bad host {} in the URL: {why}", index + 1)))?;
+        if sentinel && !has_port(host) {
+            endpoint.port = SENTINEL_PORT;
+        }
         settings.options.endpoints.push(endpoint);
     }
 
@@ -70,16 +75,54 @@ pub(super) fn parse_url(scheme: &str, rest: &str) -> Result<Options> {
         Some((path, query)) => (path, Some(query)),
         None => (tail, None),
     };
-    match path.strip_prefix('/') {
-        Some("") | None => {}
-        Some(db) => settings
+    let path = path.strip_prefix('/').unwrap_or(path);
+    let db = if sentinel {
+        // `/service[/db]`, the form other clients write. An '@' there is a password
+        // with an unencoded '/' (a service name never holds one): taken as the
+        // service name, it would be written by Display and sent to the sentinels.
+        if tail.contains('@') {
+            return Err(fail(
+                "the URL path holds an '@' (not shown: it may be part of a password)".to_string(),
+            ));
+        }
+        let (service, db) = path.split_once('/').unwrap_or((path, ""));
+        let service = percent_decode(service)
+            .map_err(|why| fail(format!("bad percent-encoding in the service name: {why}")))?;
+        if service.is_empty() {
+            return Err(fail(
+                "a redis+sentinel:// URL names its service in the path, like /mymaster".to_string(),
+            ));
+        }
+        settings
+            .apply_key(OptionKey::ServiceName, &service, Position::Path)
+            .map_err(|_| {
+                fail("the service name in the URL path may not hold spaces".to_string())
+            })?;
+        db
+    } else {
+        path
+    };
+    if !db.is_empty() {
+        settings
             .apply_key(OptionKey::DefaultDatabase, db, Position::Path)
-            .map_err(|_| fail("the URL path must be a database number, like /0".to_string()))?,
+            .map_err(|_| fail("the URL path must be a database number, like /0".to_string()))?;
     }
     if let Some(query) = query {
         apply_query(&mut settings, query)?;
     }
     settings.finish()
+}
+
+/// The port sentinels listen on unless told otherwise.
+const SENTINEL_PORT: u16 = 26379;
+
+/// Whether a host item of a URL gives its port (`h:1`, `[::1]:1`; not `h`, `[::1]`).
+fn has_port(item: &str) -> bool {
+    let item = item.trim();
+    match item.strip_prefix('[') {
+        Some(rest) => rest.contains("]:"),
+        None => item.contains(':') && item.parse::<std::net::Ipv6Addr>().is_err(),
+    }
 }
 
 /// `user[:password]`, percent-decoded; an empty user or password counts as absent.

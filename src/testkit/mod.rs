@@ -73,6 +73,7 @@ mod request;
 mod resolver;
 mod rest;
 mod rng;
+mod sentinel;
 mod server;
 mod session;
 mod slots;
@@ -85,6 +86,7 @@ pub use maintenance::Notification;
 pub use observe::ConnectionSnapshot;
 pub use resolver::{Answer, ScriptedResolver};
 pub use rest::{FakeRestApi, FakeRestApiBuilder};
+pub use sentinel::FakeSentinel;
 pub use server::{FakeServer, FakeServerBuilder};
 pub use slots::{key_slot, SLOTS};
 

@@ -238,6 +238,9 @@ fn bad_values_for_every_key() {
             OptionKey::Defaults,
             &["", "aws", "redis", "Microsoft.Azure", "amr-x"],
         ),
+        (OptionKey::ServiceName, &["", "two words", "tab\there"]),
+        (OptionKey::SentinelUser, &[""]),
+        (OptionKey::SentinelPassword, &[""]),
     ];
     assert_eq!(
         bad.len(),

@@ -43,6 +43,12 @@ fn display_and_debug_never_show_the_password() {
     check(&url);
     check(&format!("h,password={SECRET}"));
     check(&format!("redis://h?password={SECRET}"));
+    check(&format!("s1,serviceName=m,sentinelPassword={SECRET}"));
+    check(&format!(
+        "redis+sentinel://:{SECRET}@s1/m?sentinelPassword={SECRET}"
+    ));
+    let o = Options::parse(&format!("s1,serviceName=m,sentinelPassword={SECRET}")).unwrap();
+    assert_eq!(o.sentinel_password.as_ref().unwrap().expose(), SECRET);
 }
 
 #[test]
@@ -60,6 +66,12 @@ fn errors_never_show_the_password() {
         format!("rediss://:{SECRET}@h?ssl=false"),
         format!("redis://:{SECRET}@h?sslHost=x"),
         format!("http://:{SECRET}@h"),
+        // Sentinel URLs: a password mis-split into the service name.
+        "redis+sentinel://u:Xyzzy/Pl0ver-9137@s1/mymaster".to_string(),
+        "redis+sentinel://u:p@s1/Xyzzy/Pl0ver@x".to_string(),
+        format!("s1,serviceName=m,sentinelPassword={SECRET},fooBar=1"),
+        "s1,sentinelPassword=Xyzzy,Pl0ver:0,serviceName=m".to_string(),
+        format!("redis+sentinel://s1/m?sentinelPassword={SECRET}&syncTimeout=x"),
         // Bad percent-encoding inside the password.
         format!("redis://:{SECRET}%zz@h"),
         format!("redis://:{SECRET}%@h"),

@@ -266,3 +266,56 @@ fn surrounding_whitespace_is_ignored() {
         vec![Endpoint::new("h", 1)]
     );
 }
+
+#[test]
+fn sentinel_urls_name_the_sentinels_the_service_and_the_database() {
+    let o = parse("redis+sentinel://app:pw@s1,s2:26380,[::1]/mymaster/2");
+    assert_eq!(
+        o.endpoints,
+        vec![
+            Endpoint::new("s1", 26379),
+            Endpoint::new("s2", 26380),
+            Endpoint::new("::1", 26379)
+        ]
+    );
+    assert_eq!(o.service_name.as_deref(), Some("mymaster"));
+    assert_eq!(o.database, 2);
+    // The user info is the data nodes'; the sentinels' own come from the query.
+    assert_eq!(o.user.as_deref(), Some("app"));
+    assert!(o.sentinel_password.is_none());
+    let o = parse("rediss+sentinel://s1/svc?sentinelUser=watcher&sentinelPassword=x%2Cy");
+    assert!(o.tls.is_some());
+    assert_eq!(o.database, 0);
+    assert_eq!(o.sentinel_user.as_deref(), Some("watcher"));
+    assert_eq!(o.sentinel_password.as_ref().unwrap().expose(), "x,y");
+    assert_eq!(
+        parse("valkey+sentinel://s/svc").service_name.as_deref(),
+        Some("svc")
+    );
+    assert_round_trips(&parse(
+        "redis+sentinel://s1:26379,s2:26380/mymaster/3?name=web",
+    ));
+}
+
+#[test]
+fn sentinel_urls_need_a_service_and_a_numeric_database() {
+    for url in [
+        "redis+sentinel://s1",
+        "redis+sentinel://s1/",
+        "redis+sentinel://s1//0",
+    ] {
+        assert!(parse_err(url).contains("service"), "{url}");
+    }
+    assert!(parse_err("redis+sentinel://s1/svc/x").contains("database number"));
+    assert!(parse_err("redis+sentinel://s1/two%20words").contains("service name"));
+}
+
+#[test]
+fn the_service_name_is_an_option_key_too() {
+    let o = parse("s1:26379,s2:26379,serviceName=mymaster,sentinelUser=w,sentinelPassword=p");
+    assert_eq!(o.service_name.as_deref(), Some("mymaster"));
+    assert_eq!(o.endpoints.len(), 2);
+    let shown = o.to_string();
+    assert!(shown.contains("serviceName=mymaster") && shown.contains("sentinelUser=w"));
+    assert!(!shown.contains("sentinelPassword"), "{shown}");
+}
