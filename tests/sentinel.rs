@@ -392,6 +392,61 @@ fn a_sentinel_member_of_a_group_fails_over_inside_itself() {
     group.close();
 }
 
+/// A region that fails over inside itself first: the group holds its Sentinel member
+/// for its local-failover grace instead of moving traffic to the other region, and
+/// writes reach the promoted replica with no failed call and no change of member.
+#[test]
+fn a_sentinel_member_is_held_while_its_region_fails_over_and_the_group_stays() {
+    use resilient_redis::availability::{Group, GroupEvent, GroupOptions, Member};
+    let Some(mut setup) = SentinelSetup::start() else {
+        return;
+    };
+    let Some(other) = support::RedisServer::start() else {
+        return;
+    };
+    let watch = SwitchWatch::start(setup.sentinels[2].port);
+    let group = Group::connect(
+        vec![
+            Member::new(setup.url())
+                .with_name("region")
+                .with_weight(10)
+                .with_local_failover(Duration::from_secs(15)),
+            Member::new(other.addr())
+                .with_name("elsewhere")
+                .with_weight(1),
+        ],
+        GroupOptions::default(),
+    )
+    .expect("the group connects");
+    assert_eq!(
+        group.active().map(|m| m.name().to_string()).as_deref(),
+        Some("region")
+    );
+    let events = group.events();
+    let db = group.database().with_retry(RetryPolicy::default()).unwrap();
+    let load = Load::start(&db, 2, "held");
+    assert!(wait_until(Duration::from_secs(5), || load.ok() > 20));
+    setup.primary.kill();
+    assert!(wait_until(Duration::from_secs(20), || watch
+        .first()
+        .is_some()));
+    let (announced_at, _) = watch.first().unwrap();
+    assert!(
+        wait_until(Duration::from_secs(15), || load
+            .first_success_after(announced_at)
+            .is_some()),
+        "writes never reached the promoted replica"
+    );
+    let (_, failed, errors) = load.finish();
+    assert_eq!(failed, 0, "{errors:?}");
+    let moved: Vec<GroupEvent> = events
+        .try_iter()
+        .filter(|e| matches!(e, GroupEvent::ActiveChanged { .. }))
+        .collect();
+    assert!(moved.is_empty(), "traffic left the region: {moved:?}");
+    group.close();
+}
+
 // ---- Against the testkit's fake sentinel (no processes) ----
 
 mod fake {

@@ -263,6 +263,7 @@ fn join(shared: &Arc<GroupShared>, member: &Member) -> Result<()> {
         weight: member.weight(),
         health_interval: health_check(&shared.options, member).interval,
         failback_interval: failback_check(&shared.options, member).map(|c| c.interval),
+        local_failover: member.inner.local_failover,
     };
     let _ = shared.inbox.send(Message::Input(Input::Added(spec)));
     let id = member.id();

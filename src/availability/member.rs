@@ -33,6 +33,7 @@ pub(crate) struct Inner {
     weight: AtomicU32,
     pub(crate) health_check: Option<HealthCheck>,
     pub(crate) failback_check: Option<HealthCheck>,
+    pub(crate) local_failover: Option<Duration>,
     pub(crate) client: OnceLock<Client>,
     pub(crate) database: OnceLock<Database>,
     /// Where run-time changes go once the member belongs to a group.
@@ -105,6 +106,7 @@ impl Member {
                 weight: AtomicU32::new(1),
                 health_check: None,
                 failback_check: None,
+                local_failover: None,
                 client: OnceLock::new(),
                 database: OnceLock::new(),
                 inbox: OnceLock::new(),
@@ -154,6 +156,25 @@ impl Member {
     /// ```
     pub fn with_failback_check(self, check: HealthCheck) -> Member {
         self.configure(|i| i.failback_check = Some(check))
+    }
+
+    /// For a member that fails over inside itself (a Sentinel-managed primary and its
+    /// replicas, a cluster whose replicas are promoted): how long the group holds it as
+    /// live after its connection is lost, waiting for its own new primary, before it
+    /// moves traffic to another member. Calls made meanwhile wait in the group's
+    /// backlog within their own timeout. Set it to about the time its own failover
+    /// takes (Sentinel: `down-after-milliseconds` plus the election). Default: none,
+    /// traffic moves at once.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use resilient_redis::availability::Member;
+    /// let region = Member::new("redis+sentinel://s1:26379,s2:26379/mymaster")
+    ///     .with_local_failover(Duration::from_secs(5));
+    /// # let _ = region;
+    /// ```
+    pub fn with_local_failover(self, grace: Duration) -> Member {
+        self.configure(|i| i.local_failover = Some(grace))
     }
 
     /// Whether it is active only through the liveness fallback: no live member passed

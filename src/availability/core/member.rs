@@ -66,6 +66,11 @@ pub(super) struct MemberState {
     pub connection_changes: u64,
     health_started_on: u64,
     pub failback: Option<FailbackStanding>,
+    /// How long it may be down while it fails over inside itself (a Sentinel or
+    /// cluster member promoting a replica) before the group moves traffic.
+    local_failover: Option<Duration>,
+    /// Down, but held as live until then: its own failover may bring it back.
+    pub holding: Option<Instant>,
 }
 
 impl MemberState {
@@ -85,6 +90,8 @@ impl MemberState {
             health_next: None,
             connection_changes: 0,
             health_started_on: 0,
+            local_failover: spec.local_failover,
+            holding: None,
             failback: spec.failback_interval.map(|interval| FailbackStanding {
                 interval,
                 verdict: None,
@@ -107,9 +114,22 @@ impl MemberState {
         }
     }
 
-    /// Connected and not flagged unhealthy.
+    /// Connected (or held while it fails over inside itself) and not flagged
+    /// unhealthy.
     pub(super) fn is_live(&self) -> bool {
-        self.connected && !self.unhealthy
+        (self.connected || self.holding.is_some()) && !self.unhealthy
+    }
+
+    /// Starts holding it after its connection was lost, if it fails over inside
+    /// itself; whether it is held.
+    pub(super) fn hold(&mut self, now: Instant) -> bool {
+        match self.local_failover {
+            Some(grace) => {
+                self.holding = Some(now.checked_add(grace).unwrap_or(now));
+                true
+            }
+            None => false,
+        }
     }
 
     /// Eligible by its failback check: none configured, or its verdict is Healthy.
@@ -161,9 +181,11 @@ impl MemberState {
         self.health_started_on == self.connection_changes
     }
 
-    /// When its next check is due: health always, failback when `wants_failback`.
+    /// When its next check is due: health always, failback when `wants_failback`;
+    /// and when a hold ends.
     pub(super) fn next_due(&self, wants_failback: bool) -> Vec<Instant> {
-        let mut due = Vec::with_capacity(2);
+        let mut due = Vec::with_capacity(3);
+        due.extend(self.holding);
         if self.settled && !self.health_running {
             if let Some(at) = self.health_next {
                 due.push(at);

@@ -49,6 +49,9 @@ pub(crate) struct MemberSpec {
     pub health_interval: Duration,
     /// Time between its failback checks; `None` when it has no failback check.
     pub failback_interval: Option<Duration>,
+    /// How long it may be down while failing over inside itself before traffic moves
+    /// (`None`: at once).
+    pub local_failover: Option<Duration>,
 }
 
 /// Something that happened, as the core is told it.
@@ -247,6 +250,7 @@ impl Core {
             Input::Tick => Some(ChangeReason::Rebalance),
         };
         self.end_start_if_due(now);
+        let reason = self.end_holds(now, &mut step).or(reason);
         if let Some(reason) = reason {
             self.reselect(reason, &mut step);
         }
@@ -279,6 +283,7 @@ impl Core {
         m.connected = up;
         m.connection_changes += 1;
         if up {
+            m.holding = None;
             // Checked at once, so a member that was failed comes back as soon as it
             // answers (and its failback delay allows), not at its next interval.
             if !m.tripped {
@@ -289,10 +294,35 @@ impl Core {
             }
             return Some(ChangeReason::Failback);
         }
+        // A member that fails over inside itself is held as live for its grace: its
+        // callers wait for its new primary rather than move to another region.
+        if m.holding.is_none() && m.hold(now) {
+            return Some(ChangeReason::Rebalance);
+        }
+        if m.holding.is_some() {
+            return None;
+        }
         // Losing the connection is a failure: it starts the failback delay, so a
         // member that keeps dropping does not get traffic back at every reconnect.
         self.fail(now, id, step);
         Some(ChangeReason::HealthCheck)
+    }
+
+    /// Members whose hold ran out without their connection coming back fail now.
+    fn end_holds(&mut self, now: Instant, step: &mut Step) -> Option<ChangeReason> {
+        let expired: Vec<MemberId> = self
+            .members
+            .iter_mut()
+            .filter(|m| m.holding.is_some_and(|until| now >= until))
+            .map(|m| {
+                m.holding = None;
+                m.id
+            })
+            .collect();
+        for id in &expired {
+            self.fail(now, *id, step);
+        }
+        (!expired.is_empty()).then_some(ChangeReason::HealthCheck)
     }
 
     fn health(
@@ -315,6 +345,8 @@ impl Core {
             ProbeResult::Unhealthy if !m.check_is_current() && m.connected => {
                 Some(ChangeReason::Rebalance)
             }
+            // Down while failing over inside itself: the hold decides, not the probe.
+            ProbeResult::Unhealthy if m.holding.is_some() => Some(ChangeReason::Rebalance),
             ProbeResult::Unhealthy => {
                 self.fail(now, id, step);
                 step.actions.push(Action::AbandonStalled(id));

@@ -51,6 +51,7 @@ impl Table {
             weight,
             health_interval: 5 * SEC,
             failback_interval: failback,
+            local_failover: None,
         }))
     }
 
@@ -486,4 +487,44 @@ fn without_failback_checks_no_failback_check_ever_starts() {
         let step = t.input(Input::Tick);
         assert!(checks(&step).iter().all(|(_, k)| *k == CheckKind::Health));
     }
+}
+
+#[test]
+fn a_member_that_fails_over_inside_itself_is_held_for_its_grace() {
+    let mut t = Table::new(Duration::ZERO);
+    t.input(Input::Added(MemberSpec {
+        id: 1,
+        weight: 10,
+        health_interval: 5 * SEC,
+        failback_interval: None,
+        local_failover: Some(3 * SEC),
+    }));
+    t.add(2, 5, None);
+    t.input(Input::Connection { id: 1, up: true });
+    t.input(Input::Connection { id: 2, up: true });
+    t.health(1, Healthy);
+    t.health(2, Healthy);
+    assert_eq!(t.active(), Some(1));
+    // Its primary dies: held, traffic stays (callers wait for its new primary).
+    t.at(SEC);
+    let s = t.input(Input::Connection { id: 1, up: false });
+    assert!(changes(&s).is_empty());
+    assert_eq!(t.core.next_due(), Some(t.t0 + 4 * SEC));
+    // A probe that fails meanwhile does not cut the hold short.
+    assert!(changes(&t.health(1, Unhealthy)).is_empty());
+    // Its replica is promoted within the grace: nothing moved, nothing flagged.
+    t.at(3 * SEC);
+    let s = t.input(Input::Connection { id: 1, up: true });
+    assert!(changes(&s).is_empty());
+    assert!(t.core.view(1).is_some_and(|v| !v.unhealthy));
+    // The next time it does not come back: traffic moves when the grace runs out.
+    t.at(10 * SEC);
+    t.input(Input::Connection { id: 1, up: false });
+    t.at(13 * SEC - Duration::from_millis(1));
+    assert!(changes(&t.input(Input::Tick)).is_empty());
+    t.at(13 * SEC);
+    assert_eq!(
+        changes(&t.input(Input::Tick)),
+        vec![(Some(1), Some(2), R::HealthCheck)]
+    );
 }
