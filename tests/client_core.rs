@@ -419,8 +419,8 @@ fn watch_guards_a_read_modify_write_on_a_dedicated_connection() {
 fn a_rotated_password_is_used_by_every_reconnect_without_a_restart() {
     use resilient_redis::availability::RetryPolicy;
     use resilient_redis::config::{Credentials, RotatingCredentials};
-    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-    use std::sync::{Arc, Mutex};
+    use std::sync::atomic::Ordering;
+    use std::sync::Arc;
     let Some(server) = RedisServer::start() else {
         return;
     };
@@ -439,27 +439,8 @@ fn a_rotated_password_is_used_by_every_reconnect_without_a_restart() {
         .database()
         .with_retry(RetryPolicy::default())
         .unwrap();
-    let stop = Arc::new(AtomicBool::new(false));
-    let calls = Arc::new(AtomicU64::new(0));
-    let failed = Arc::new(Mutex::new(Vec::new()));
-    let workers: Vec<_> = (0..8)
-        .map(|t| {
-            let (db, stop, calls, failed) =
-                (db.clone(), stop.clone(), calls.clone(), failed.clone());
-            thread::spawn(move || {
-                let mut i = 0u64;
-                while !stop.load(Ordering::Relaxed) {
-                    match db.set(format!("rot:{t}"), i) {
-                        Ok(()) => {
-                            calls.fetch_add(1, Ordering::Relaxed);
-                        }
-                        Err(e) => failed.lock().unwrap().push(e.to_string()),
-                    }
-                    i += 1;
-                }
-            })
-        })
-        .collect();
+    let writers = Writers::start(&db, "rot");
+    let calls = writers.calls.clone();
     let served = |n: u64| {
         let from = calls.load(Ordering::Relaxed);
         assert!(wait_until(Duration::from_secs(10), || calls
@@ -479,11 +460,7 @@ fn a_rotated_password_is_used_by_every_reconnect_without_a_restart() {
         .unwrap();
     assert!(killed >= 1);
     served(200); // reconnected with the new password
-    stop.store(true, Ordering::Relaxed);
-    for w in workers {
-        w.join().unwrap();
-    }
-    let failed = failed.lock().unwrap().clone();
+    let failed = writers.stop();
     assert!(failed.is_empty(), "failed calls: {failed:?}");
     let who: String = client.database().cmd("ACL").arg("WHOAMI").query().unwrap();
     assert_eq!(who, "app");
@@ -496,8 +473,8 @@ fn a_rotated_password_is_used_by_every_reconnect_without_a_restart() {
 #[test]
 fn renewed_tokens_re_authenticate_live_connections_without_closing_them() {
     use resilient_redis::config::{Credentials, RotatingCredentials};
-    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-    use std::sync::{Arc, Mutex};
+    use std::sync::atomic::Ordering;
+    use std::sync::Arc;
     let Some(server) = RedisServer::start() else {
         return;
     };
@@ -520,27 +497,8 @@ fn renewed_tokens_re_authenticate_live_connections_without_closing_them() {
     let sub = client.subscriber();
     let news = sub.subscribe("news").unwrap();
     let db = client.database();
-    let stop = Arc::new(AtomicBool::new(false));
-    let calls = Arc::new(AtomicU64::new(0));
-    let failed = Arc::new(Mutex::new(Vec::new()));
-    let workers: Vec<_> = (0..8)
-        .map(|t| {
-            let (db, stop, calls, failed) =
-                (db.clone(), stop.clone(), calls.clone(), failed.clone());
-            thread::spawn(move || {
-                let mut i = 0u64;
-                while !stop.load(Ordering::Relaxed) {
-                    match db.set(format!("tok:{t}"), i) {
-                        Ok(()) => {
-                            calls.fetch_add(1, Ordering::Relaxed);
-                        }
-                        Err(e) => failed.lock().unwrap().push(e.to_string()),
-                    }
-                    i += 1;
-                }
-            })
-        })
-        .collect();
+    let writers = Writers::start(&db, "tok");
+    let calls = writers.calls.clone();
     for n in 1..=4 {
         thread::sleep(Duration::from_secs(2)); // the token's life
         tokens.set(issue(n));
@@ -558,11 +516,7 @@ fn renewed_tokens_re_authenticate_live_connections_without_closing_them() {
     assert!(wait_until(Duration::from_secs(5), || calls
         .load(Ordering::Relaxed)
         > before + 100));
-    stop.store(true, Ordering::Relaxed);
-    for w in workers {
-        w.join().unwrap();
-    }
-    let failed = failed.lock().unwrap().clone();
+    let failed = writers.stop();
     assert!(failed.is_empty(), "failed calls: {failed:?}");
     let dropped: Vec<ClientEvent> = events
         .try_iter()
@@ -621,4 +575,56 @@ fn a_refused_subscription_names_the_servers_reason() {
         started.elapsed() < Duration::from_secs(4),
         "answered, not timed out"
     );
+}
+
+/// Eight threads writing through `db` until stopped, counting successes and keeping
+/// the errors of the calls that failed.
+struct Writers {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    calls: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    failed: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+    workers: Vec<thread::JoinHandle<()>>,
+}
+
+impl Writers {
+    fn start(db: &Database, prefix: &'static str) -> Writers {
+        use std::sync::atomic::Ordering;
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let calls = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let failed = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let workers = (0..8)
+            .map(|t| {
+                let (db, stop, calls, failed) =
+                    (db.clone(), stop.clone(), calls.clone(), failed.clone());
+                thread::spawn(move || {
+                    let mut i = 0u64;
+                    while !stop.load(Ordering::Relaxed) {
+                        match db.set(format!("{prefix}:{t}"), i) {
+                            Ok(()) => {
+                                calls.fetch_add(1, Ordering::Relaxed);
+                            }
+                            Err(e) => failed.lock().unwrap().push(e.to_string()),
+                        }
+                        i += 1;
+                    }
+                })
+            })
+            .collect();
+        Writers {
+            stop,
+            calls,
+            failed,
+            workers,
+        }
+    }
+
+    /// Stops them; the errors of the calls that failed.
+    fn stop(self) -> Vec<String> {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        for w in self.workers {
+            w.join().unwrap();
+        }
+        let failed = self.failed.lock().unwrap().clone();
+        failed
+    }
 }

@@ -13,7 +13,7 @@ use resilient_redis::availability::{
     ChangeReason, Group, GroupEvent, GroupOptions, HealthCheck, Member,
 };
 use resilient_redis::prelude::*;
-use support::{wait_until, RedisServer};
+use support::{events_until, wait_until, RedisServer};
 
 const WAIT: Duration = Duration::from_secs(15);
 
@@ -44,27 +44,6 @@ fn three() -> Option<[RedisServer; 3]> {
         RedisServer::start()?,
         RedisServer::start()?,
     ])
-}
-
-/// Events received until one matches `until` (or `within` passes): the group publishes
-/// its state before the events that announce it, so a test that saw the state waits
-/// for the event rather than reading the queue once.
-fn events_until(
-    events: &crossbeam_channel::Receiver<GroupEvent>,
-    within: Duration,
-    until: impl Fn(&GroupEvent) -> bool,
-) -> Vec<GroupEvent> {
-    let deadline = std::time::Instant::now() + within;
-    let mut seen = Vec::new();
-    while let Ok(e) = events.recv_deadline(deadline) {
-        let done = until(&e);
-        seen.push(e);
-        if done {
-            break;
-        }
-    }
-    seen.extend(events.try_iter());
-    seen
 }
 
 fn active_name(group: &Group) -> String {

@@ -14,7 +14,7 @@ use resilient_redis::availability::{
 };
 use resilient_redis::prelude::*;
 use resilient_redis::testkit::{FakeCluster, FakeRestApi, FakeServer};
-use support::wait_until;
+use support::{events_until, wait_until};
 
 const WAIT: Duration = Duration::from_secs(10);
 
@@ -71,27 +71,6 @@ fn options() -> GroupOptions {
         probe_interval: Duration::from_millis(20),
         ..HealthCheck::default()
     })
-}
-
-/// Events received until one matches `until` (or `within` passes): the group publishes
-/// its state before the events that announce it, so a test that saw the state waits
-/// for the event rather than reading the queue once.
-fn events_until(
-    events: &crossbeam_channel::Receiver<GroupEvent>,
-    within: Duration,
-    until: impl Fn(&GroupEvent) -> bool,
-) -> Vec<GroupEvent> {
-    let deadline = std::time::Instant::now() + within;
-    let mut seen = Vec::new();
-    while let Ok(e) = events.recv_deadline(deadline) {
-        let done = until(&e);
-        seen.push(e);
-        if done {
-            break;
-        }
-    }
-    seen.extend(events.try_iter());
-    seen
 }
 
 fn active(group: &Group) -> String {

@@ -154,6 +154,11 @@ impl Parts {
         let _ = self.changed_tx.try_send(());
     }
 
+    /// Messages dropped because a member's queue was full, over every member.
+    fn dropped(&self) -> u64 {
+        self.parts.lock().iter().map(|(_, p)| p.dropped()).sum()
+    }
+
     fn end(&self) {
         self.ended.store(true, Ordering::Release);
         self.parts.lock().clear();
@@ -225,12 +230,7 @@ impl GroupSubscription {
 
     /// Messages dropped because a member's queue for this subscription was full.
     pub fn dropped(&self) -> u64 {
-        self.parts
-            .parts
-            .lock()
-            .iter()
-            .map(|(_, p)| p.dropped())
-            .sum()
+        self.parts.dropped()
     }
 
     /// What this subscription is to.
@@ -307,12 +307,7 @@ impl std::fmt::Debug for GroupCallbackSubscription {
 impl GroupCallbackSubscription {
     /// Messages dropped because a member's queue for this subscription was full.
     pub fn dropped(&self) -> u64 {
-        self.parts
-            .parts
-            .lock()
-            .iter()
-            .map(|(_, p)| p.dropped())
-            .sum()
+        self.parts.dropped()
     }
 }
 

@@ -267,3 +267,24 @@ pub fn threads_named(prefix: &str) -> Vec<String> {
     }
     names
 }
+
+/// Events received until one matches `until` (or `within` passes): a group publishes
+/// its state before the events that announce it, so a test that saw the state waits
+/// for the event rather than reading the queue once.
+pub fn events_until<E>(
+    events: &crossbeam_channel::Receiver<E>,
+    within: Duration,
+    until: impl Fn(&E) -> bool,
+) -> Vec<E> {
+    let deadline = Instant::now() + within;
+    let mut seen = Vec::new();
+    while let Ok(e) = events.recv_deadline(deadline) {
+        let done = until(&e);
+        seen.push(e);
+        if done {
+            break;
+        }
+    }
+    seen.extend(events.try_iter());
+    seen
+}
