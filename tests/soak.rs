@@ -262,6 +262,9 @@ struct Counters {
     watch_conflicts: AtomicU64,
     big_acked: AtomicU64,
     big_failed: AtomicU64,
+    /// Longest time a subscription stayed silent while its publishes succeeded: from
+    /// the first publish not delivered to the next delivery (ms << 32 | when it ended).
+    sub_gap: AtomicU64,
 }
 
 struct Shared {
@@ -536,6 +539,8 @@ struct Worker {
     shared: Arc<Shared>,
     seq: u32,
     published_seq: u32,
+    /// When the oldest publish not followed by any delivery was acknowledged (ms).
+    silent_since: Option<u32>,
     /// Recently acknowledged plain writes (kind, seq), the ones reads pick from.
     recent: std::collections::VecDeque<(u8, u32)>,
 }
@@ -849,6 +854,7 @@ impl Worker {
             Ok(_) => {
                 self.ok();
                 shared.counters.published.fetch_add(1, Ordering::Relaxed);
+                self.silent_since.get_or_insert(ms_since(shared.t0));
             }
             Err(e) => shared.error("PUBLISH", &e),
         }
@@ -870,6 +876,14 @@ impl Worker {
                     .counters
                     .delivered
                     .fetch_add(1, Ordering::Relaxed);
+                if let Some(since) = self.silent_since.take() {
+                    let now = ms_since(self.shared.t0);
+                    let gap = u64::from(now - since) << 32 | u64::from(now);
+                    self.shared
+                        .counters
+                        .sub_gap
+                        .fetch_max(gap, Ordering::Relaxed);
+                }
             } else {
                 self.shared.mismatch(format!(
                     "message on {:?} with {:?} reached {ch}",
@@ -1946,6 +1960,7 @@ fn chaos_soak() {
                 shared: shared.clone(),
                 seq: 0,
                 published_seq: 0,
+                silent_since: None,
                 recent: std::collections::VecDeque::with_capacity(4096),
             };
             thread::Builder::new()
@@ -2120,11 +2135,14 @@ fn chaos_soak() {
         c.commits.load(Ordering::Relaxed),
         c.watch_conflicts.load(Ordering::Relaxed)
     );
+    let gap = c.sub_gap.load(Ordering::Relaxed);
     let _ = writeln!(
         summary,
-        "pub/sub                {} published, {} delivered",
+        "pub/sub                {} published, {} delivered; longest silence of a subscription whose publishes succeeded {:.1} s (ended at {:.1} s)",
         c.published.load(Ordering::Relaxed),
-        c.delivered.load(Ordering::Relaxed)
+        c.delivered.load(Ordering::Relaxed),
+        (gap >> 32) as f64 / 1000.0,
+        (gap & 0xffff_ffff) as f64 / 1000.0
     );
     let _ = writeln!(
         summary,
@@ -2398,4 +2416,27 @@ fn a_relaxed_timeout_bounds_the_whole_call_after_a_backlog_wait() {
         "a call whose relaxed timeout is 2 s took {took:?}"
     );
     client.close();
+}
+
+/// A server at `maxclients` answers a new connection with its reason and closes it:
+/// the handshake's error keeps the reason (it used to say only that the server
+/// closed the connection, so the soak could not tell a refusal from a crash).
+#[test]
+fn a_connection_refused_at_maxclients_says_so() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(server) = RedisServer::start() else {
+        return;
+    };
+    let proxy = Proxy::start(server.port);
+    proxy.refuse(true);
+    let err = Client::connect(format!(
+        "127.0.0.1:{},connectTimeout=500,maintNotifications=auto",
+        proxy.port
+    ))
+    .err()
+    .expect("a refused connection");
+    assert!(
+        err.to_string().contains("max number of clients reached"),
+        "{err}"
+    );
 }
