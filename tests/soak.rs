@@ -2429,12 +2429,12 @@ fn a_connection_refused_at_maxclients_says_so() {
     };
     let proxy = Proxy::start(server.port);
     proxy.refuse(true);
-    let err = Client::connect(format!(
+    let Err(err) = Client::connect(format!(
         "127.0.0.1:{},connectTimeout=500,maintNotifications=auto",
         proxy.port
-    ))
-    .err()
-    .expect("a refused connection");
+    )) else {
+        panic!("connected through a refusing server");
+    };
     assert!(
         err.to_string().contains("max number of clients reached"),
         "{err}"
