@@ -1,7 +1,8 @@
 //! Chaos soak: three real `redis-server`s in an availability group, 16 threads of mixed
 //! traffic, and a seeded fault schedule that kills, stops (SIGSTOP), resumes and
-//! restarts members under them. Alone in its own test binary, so the thread count it
-//! checks at the end is its own.
+//! restarts members under them, announces maintenance, and breaks the network and the
+//! servers (the wider fault model, below). Its own test binary, so the thread count it
+//! checks at the end is its own (the binary's other tests never run beside it).
 //!
 //! Parameters (environment): `SOAK_SECONDS` (chaos duration, default 40), `SOAK_SEED`
 //! (default: fixed, so CI runs the same schedule; the seed is printed, and the same
@@ -23,7 +24,12 @@
 //!   against its budget: `round trips x timeout + SLACK`, the timeout being `TIMEOUT`
 //!   (500 ms), or `RELAXED` (1 s) when a maintenance window may have been open during
 //!   the call; a `watch` is a lease that may connect, WATCH, GET, MULTI/EXEC and on
-//!   failure UNWATCH: 5 round trips. `SLACK` is 500 ms. Late calls: 0.
+//!   failure UNWATCH: 5 round trips; the large write has a 1 s timeout. `SLACK` is
+//!   500 ms. The machine may not run us: a probe thread sleeps 1 ms in a loop and
+//!   records each wake-up more than 5 ms late as a stall ([`Stalls`]); a call past its
+//!   budget + `SLACK` but within budget + `SLACK` + the stalls measured during it is
+//!   counted apart ("past the slack in stalls"), not as late. Late calls: 0, each
+//!   reported with what the client logged meanwhile ([`LogRing`]).
 //! * **No acknowledged write is missing from the member that acknowledged it while
 //!   that member stayed up.** The group's `active()` at ack time is only a hint (it can
 //!   change between the send and the reply), so the check does not use it. Writes are
@@ -59,16 +65,29 @@
 //!
 //! # Maintenance notifications
 //!
-//! Real Redis OSS never sends them, so each member is reached through a small TCP
-//! proxy ([`Proxy`]) that forwards both ways and, when the schedule says so, writes a
+//! Real Redis OSS never sends them, so each member is reached through a TCP proxy
+//! ([`Proxy`], in `soak_support`) that forwards both ways and, when the schedule says so, writes a
 //! maintenance notification (a RESP3 push: `MIGRATING`/`MIGRATED`, `FAILING_OVER`/
-//! `FAILED_OVER`, `SMIGRATING`/`SMIGRATED`, `MOVING` to the same proxy) into the
+//! `FAILED_OVER`, `SMIGRATING`/`SMIGRATED`, `MOVING` to the member's own name) into the
 //! server-to-client stream between two frames, on every connection to that member, as
 //! a server announcing maintenance would. Members opt in with `maintNotifications=auto`
 //! (Redis 7 refuses the opt-in, which `auto` absorbs, on every reconnect) and relax
 //! timeouts to `RELAXED` for a short window; calls that overlap a window get the
 //! relaxed timeout in their budget. The summary counts notifications injected and the
 //! `ClientEvent::Maintenance` events the member clients raised for them.
+//!
+//! # The wider fault model
+//!
+//! Each kind (see [`Net`]) hits one member through its proxy (or its host name, which
+//! a [`ScriptedResolver`] resolves) for a window, then is undone: a black hole (then
+//! resumed, or reset), half-open connections, reads held while a 4-8 MiB `SET` is
+//! written, a stressed server's error replies (`-LOADING`, `-BUSY`, `-MASTERDOWN`, and
+//! for writes `-READONLY` and `-OOM`, with `-EXECABORT` for a transaction that had one)
+//! in place of its replies, `-ERR max number of clients reached` at reconnect, and a
+//! name that stops resolving. The first deck deals every kind once, one per step (so
+//! the CI run sees each), then 40 % of the steps deal one. Error replies a caller gets
+//! are expected only while they were being injected; a large write that was
+//! acknowledged is checked by its length and first bytes, like any write.
 
 mod soak_support;
 mod support;
@@ -1224,7 +1243,14 @@ impl Chaos {
                         self.counts.big_ordered += 1;
                     }
                 }
-                (until(rng, 1500, 3000), Undo::HeldWrite, None)
+                // Short enough for the write to go through once reads resume (it is
+                // then acknowledged and checked), or longer than its timeout.
+                let held = if rng.below(2) == 0 {
+                    until(rng, 200, 500)
+                } else {
+                    until(rng, 1500, 3000)
+                };
+                (held, Undo::HeldWrite, None)
             }
             Net::Stress(stress) => {
                 let mut periods = shared.injected.lock().unwrap();
@@ -1748,6 +1774,30 @@ fn rss_bytes() -> u64 {
         .map_or(0, |kb| kb * 1024)
 }
 
+/// The machine's CPU time so far, from `/proc/stat`'s first line: (all, steal) in
+/// ticks. Steal is time the hypervisor ran someone else while we were runnable.
+fn cpu_ticks() -> (u64, u64) {
+    let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
+    let fields: Vec<u64> = stat
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .split_whitespace()
+        .skip(1)
+        .filter_map(|f| f.parse().ok())
+        .collect();
+    (fields.iter().sum(), fields.get(7).copied().unwrap_or(0))
+}
+
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .unwrap_or_default()
+        .split_whitespace()
+        .take(3)
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 fn env_u64(name: &str, default: u64) -> u64 {
     std::env::var(name)
         .ok()
@@ -1847,6 +1897,7 @@ fn chaos_soak() {
         .collect();
 
     let t0 = Instant::now();
+    let (load_before, cpu_before) = (load_average(), cpu_ticks());
     let probe_stop = Arc::new(AtomicBool::new(false));
     let (stalls, stall_probe) = Stalls::start(t0, probe_stop.clone());
     let shared = Arc::new(Shared {
@@ -2003,6 +2054,7 @@ fn chaos_soak() {
         chaos.sleep_until((Instant::now() + pause).min(end), &shared);
     }
     let chaos_ms = ms_since(t0);
+    let (load_after, cpu_after) = (load_average(), cpu_ticks());
     shared.stop.store(true, Ordering::Relaxed);
     chaos.big_orders = None;
     for w in workers {
@@ -2045,6 +2097,16 @@ fn chaos_soak() {
     let mut summary = String::new();
     let _ = writeln!(summary, "=== chaos soak summary ===");
     let _ = writeln!(summary, "seed                   {seed:#x}");
+    let (all, steal) = (
+        cpu_after.0.saturating_sub(cpu_before.0).max(1),
+        cpu_after.1.saturating_sub(cpu_before.1),
+    );
+    let _ = writeln!(
+        summary,
+        "machine                {} CPUs, load average {load_before} at the start, {load_after} at the end; {:.1} % of CPU time stolen by the hypervisor",
+        thread::available_parallelism().map_or(0, |n| n.get()),
+        steal as f64 * 100.0 / all as f64
+    );
     let _ = writeln!(
         summary,
         "duration               {:.1} s of chaos ({:.1} s in all)",
