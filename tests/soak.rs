@@ -55,10 +55,14 @@
 //!
 //!   A key found with a value other than its own is a mismatch. Checked writes are
 //!   dropped, so the soak's own bookkeeping stays bounded however long it runs.
-//! * **Memory bounded.** VmRSS (`/proc/self/status`) is sampled every 100 ms. After a
+//! * **Memory bounded.** The live heap (bytes allocated and not freed, counted by the
+//!   test's global allocator, [`CountingAlloc`]) is sampled every 100 ms. After a
 //!   warm-up (the first 10% of the chaos, at most 5 s) the peak must stay under the
-//!   warm-up RSS + the largest backlog of unchecked writes the soak held (bytes) +
-//!   `RSS_MARGIN`.
+//!   warm-up heap + the largest backlog of unchecked writes the soak held (bytes) +
+//!   `HEAP_MARGIN`. VmRSS is sampled and reported too, not bounded: after a multi-MiB
+//!   buffer is freed, glibc raises its mmap threshold and later large buffers come
+//!   from per-thread arenas that keep their pages, so RSS grows with the large writes
+//!   without anything leaking (measured: 140 MiB of RSS in 10 minutes).
 //! * **Every thread ends on close.** After `Group::close` and dropping every handle, no
 //!   `rr-*` thread may remain (`/proc/self/task/*/comm`); the verification clients are
 //!   closed and counted the same way.
@@ -104,7 +108,10 @@ use resilient_redis::availability::{Group, GroupOptions, GroupSubscription, Heal
 use resilient_redis::prelude::*;
 use resilient_redis::testkit::{Answer, ScriptedResolver};
 use resilient_redis::{ClientEvent, Error, ErrorKind};
-use soak_support::observe::{LogRing, Stalls};
+use soak_support::observe::{CountingAlloc, LogRing, Stalls};
+
+#[global_allocator]
+static ALLOC: CountingAlloc = CountingAlloc;
 use soak_support::proxy::{Proxy, Stress};
 use support::{threads_named, wait_until, RedisServer};
 
@@ -115,8 +122,10 @@ const TIMEOUT: Duration = Duration::from_millis(500);
 /// How far past its budget a call may return before it counts as late: scheduling on
 /// a loaded 2-core machine (16 workers, ~50 client threads, three servers).
 const SLACK: Duration = Duration::from_millis(500);
-/// Allowed RSS growth past the warm-up, beyond the soak's own bookkeeping.
-const RSS_MARGIN: u64 = 64 * 1024 * 1024;
+/// Allowed heap growth past the warm-up, beyond the soak's own bookkeeping: room for
+/// the large write in flight (its value, the encoded frame, the write buffer, the
+/// proxy's copy: 4 x 8 MiB) and ordinary churn.
+const HEAP_MARGIN: u64 = 64 * 1024 * 1024;
 /// The fault schedule keeps at least one member untouched (stopped + killed ≤ 2).
 const MAX_FAULTED: usize = 2;
 /// Writes checked per round of reads at a checkpoint.
@@ -1486,11 +1495,21 @@ impl Chaos {
             },
         };
         let now = ms_since(shared.t0);
+        // A black hole on the member holds the notification until it ends (a network
+        // that resumes delivers what it held): the client may relax only then.
+        let delivered = self
+            .undo
+            .iter()
+            .filter(|u| u.1 == i && matches!(u.2, Undo::BlackHole { .. }))
+            .map(|u| u.0)
+            .max()
+            .unwrap_or(now)
+            .max(now);
         shared
             .relaxed
             .lock()
             .unwrap()
-            .push((now, now + RELAX_SPAN_MS));
+            .push((now, delivered + RELAX_SPAN_MS));
         self.proxies[i].inject(frame.as_bytes());
         self.counts.maintenance += 1;
         *self.counts.maintenance_by_kind.entry(kind).or_default() += 1;
@@ -1949,7 +1968,8 @@ fn chaos_soak() {
     };
 
     // Memory and thread sampler.
-    let rss_samples = Arc::new(Mutex::new(Vec::<(u32, u64)>::new()));
+    // (ms since start, RSS, live heap, operations so far)
+    let rss_samples = Arc::new(Mutex::new(Vec::<(u32, u64, u64, u64)>::new()));
     let peak_threads = Arc::new(AtomicU64::new(0));
     let maintenance_events = Arc::new(AtomicU64::new(0));
     // Reconnects refused at maxclients, and those that could not resolve the name.
@@ -1987,7 +2007,12 @@ fn chaos_soak() {
                     }
                 };
                 while !shared.stop.load(Ordering::Relaxed) {
-                    rss.lock().unwrap().push((ms_since(shared.t0), rss_bytes()));
+                    rss.lock().unwrap().push((
+                        ms_since(shared.t0),
+                        rss_bytes(),
+                        CountingAlloc::live(),
+                        shared.counters.ops.load(Ordering::Relaxed),
+                    ));
                     let n = threads_named("rr-").len() as u64;
                     peak_threads.fetch_max(n, Ordering::Relaxed);
                     count(&member_events);
@@ -2078,19 +2103,35 @@ fn chaos_soak() {
     let verify_clean = wait_until(Duration::from_secs(10), || threads_named("rr-").is_empty());
     let leaked = leaked_after_close.len() + usize::from(!verify_clean);
 
-    // Memory: warm-up peak, then the peak after it.
+    // Memory: warm-up peak, then the peak after it; heap bounded, RSS reported.
     let samples = rss_samples.lock().unwrap().clone();
     let warmup_ms = (chaos_ms / 10).min(5000);
-    let warm = samples
-        .iter()
-        .filter(|(at, _)| *at <= warmup_ms)
-        .map(|&(_, b)| b)
-        .max()
-        .unwrap_or(0);
-    let peak = samples.iter().map(|&(_, b)| b).max().unwrap_or(0);
+    let warm_peak = |f: fn(&(u32, u64, u64, u64)) -> u64| {
+        let warm = samples
+            .iter()
+            .filter(|s| s.0 <= warmup_ms)
+            .map(f)
+            .max()
+            .unwrap_or(0);
+        (warm, samples.iter().map(f).max().unwrap_or(0))
+    };
+    let (warm, peak) = warm_peak(|s| s.1);
+    let (warm_heap, peak_heap) = warm_peak(|s| s.2);
     let verdict = &chaos.verdict;
-    let rss_bound = warm + verdict.peak_backlog_bytes + RSS_MARGIN;
-
+    let heap_bound = warm_heap + verdict.peak_backlog_bytes + HEAP_MARGIN;
+    // Operations completed during the worst stall, against the run's average pace: a
+    // stall of the whole process stops them, one of the probe thread alone does not.
+    let worst_stall_end = u32::try_from(stalls.worst_at.load(Ordering::Relaxed)).unwrap_or(0);
+    let worst_stall_ms = u32::try_from(stalls.worst_us.load(Ordering::Relaxed) / 1000).unwrap_or(0);
+    // Samples taken during the worst stall: operations between the first and the last.
+    let inside: Vec<&(u32, u64, u64, u64)> = samples
+        .iter()
+        .filter(|s| s.0 + worst_stall_ms >= worst_stall_end && s.0 <= worst_stall_end)
+        .collect();
+    let in_worst_stall = match (inside.first(), inside.last()) {
+        (Some(a), Some(b)) if b.0 >= a.0 + 200 => Some((b.3 - a.3, b.0 - a.0)),
+        _ => None,
+    };
     let c = &shared.counters;
     let ops = c.ops.load(Ordering::Relaxed);
     let problems = shared.problems.lock().unwrap().clone();
@@ -2248,6 +2289,23 @@ fn chaos_soak() {
         stalls.worst_at.load(Ordering::Relaxed) as f64 / 1000.0,
         stalls.profile(chaos_ms, 10)
     );
+    let pace = ops as f64 / f64::from(chaos_ms.max(1));
+    let _ = writeln!(
+        summary,
+        "  during the worst     {}",
+        match in_worst_stall {
+            Some((done, span)) => format!(
+                "{done} operations completed in {span} ms of it ({:.0} at the run's average pace): {}",
+                pace * f64::from(span),
+                if done == 0 {
+                    "the whole process stood still"
+                } else {
+                    "the process ran on"
+                }
+            ),
+            None => "too short to tell from the 100 ms samples".to_string(),
+        }
+    );
     let worst: Vec<String> = shared
         .worst_by_kind
         .lock()
@@ -2290,27 +2348,37 @@ fn chaos_soak() {
     );
     let _ = writeln!(
         summary,
-        "peak RSS               {} (after warm-up {}; bound {} = warm-up + {} unchecked-write backlog + {} margin)",
-        mib(peak),
-        mib(warm),
-        mib(rss_bound),
+        "peak heap              {} (after warm-up {}; bound {} = warm-up + {} unchecked-write backlog + {} margin)",
+        mib(peak_heap),
+        mib(warm_heap),
+        mib(heap_bound),
         mib(verdict.peak_backlog_bytes),
-        mib(RSS_MARGIN)
+        mib(HEAP_MARGIN)
     );
-    let at = |fraction: u32| {
+    let at = |fraction: u32, f: fn(&(u32, u64, u64, u64)) -> u64| {
         let when = chaos_ms / 4 * fraction;
-        samples
-            .iter()
-            .find(|(t, _)| *t >= when)
-            .map_or(0, |&(_, b)| b)
+        samples.iter().find(|s| s.0 >= when).map_or(0, f)
+    };
+    let quarters = |f: fn(&(u32, u64, u64, u64)) -> u64| {
+        format!(
+            "{} / {} / {} / {}",
+            mib(at(1, f)),
+            mib(at(2, f)),
+            mib(at(3, f)),
+            mib(samples.last().map_or(0, f))
+        )
     };
     let _ = writeln!(
         summary,
-        "  RSS over the run     {} / {} / {} / {} at 25/50/75/100%",
-        mib(at(1)),
-        mib(at(2)),
-        mib(at(3)),
-        mib(samples.last().map_or(0, |&(_, b)| b))
+        "  heap over the run    {} at 25/50/75/100%",
+        quarters(|s| s.2)
+    );
+    let _ = writeln!(
+        summary,
+        "peak RSS               {} (after warm-up {}; {} at 25/50/75/100%; reported, not bounded: see the module documentation)",
+        mib(peak),
+        mib(warm),
+        quarters(|s| s.1)
     );
     let _ = writeln!(summary, "fault log (first 60):");
     for line in chaos.log.iter().take(60) {
@@ -2361,7 +2429,10 @@ fn chaos_soak() {
         closed_clean && leaked == 0,
         "leaked threads {leaked_after_close:?}\n{summary}"
     );
-    assert!(peak <= rss_bound, "memory grew past its bound\n{summary}");
+    assert!(
+        peak_heap <= heap_bound,
+        "the heap grew past its bound\n{summary}"
+    );
     // The run must have done something worth the name.
     assert!(ops > 1000, "too little traffic\n{summary}");
     assert!(verdict.verified > 100, "too few writes verified\n{summary}");
@@ -2501,4 +2572,82 @@ fn a_connection_refused_at_maxclients_says_so() {
         err.to_string().contains("max number of clients reached"),
         "{err}"
     );
+}
+
+/// A member whose connections all went half-open is found hung by its interactive
+/// connection, which is replaced; its subscription connection, which carries no calls,
+/// stays half-open until its heartbeat fails (`keepAlive`, 10 s by default, of
+/// silence, plus the heartbeat's timeout). When traffic fails back to the member, what
+/// is published there meanwhile reaches no subscriber. Seen in the soak as a
+/// subscription silent for 5.8 s while its publishes succeeded.
+#[test]
+#[ignore = "client bug: a member's half-open subscription connection outlives its failed health check and the failback (only stalled interactive connections are closed)"]
+fn a_subscription_on_a_half_open_member_is_recovered_before_traffic_fails_back() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let (Some(s0), Some(s1)) = (RedisServer::start(), RedisServer::start()) else {
+        return;
+    };
+    let proxies = [Proxy::start(s0.port), Proxy::start(s1.port)];
+    let member = |i: usize, weight: u32| {
+        Member::new(format!(
+            "127.0.0.1:{},syncTimeout=500,connectTimeout=500,reconnectMin=20,reconnectMax=100",
+            proxies[i].port
+        ))
+        .with_name(format!("m{i}"))
+        .with_weight(weight)
+    };
+    let checks = HealthCheck {
+        interval: Duration::from_millis(200),
+        probe_count: 1,
+        probe_timeout: Duration::from_millis(300),
+        ..HealthCheck::default()
+    };
+    let group = Group::connect(
+        vec![member(0, 20), member(1, 10)],
+        GroupOptions::default()
+            .health_check(checks)
+            .failback_delay(Duration::from_millis(500)),
+    )
+    .expect("group");
+    let active = |name: &str| group.active().is_some_and(|m| m.name() == name);
+    assert!(wait_until(Duration::from_secs(10), || active("m0")));
+    let subscriber = group.subscriber();
+    let subscription = subscriber.subscribe("news").expect("subscribe");
+    // Delivered before the fault.
+    assert!(
+        wait_until(Duration::from_secs(10), || {
+            let _ = subscriber.publish("news", "before");
+            subscription.try_recv().is_some()
+        }),
+        "no delivery before the fault"
+    );
+    let db = group.database();
+    proxies[0].half_open();
+    // Traffic finds m0 hung and moves to m1, then comes back once m0 passes its checks
+    // on a fresh interactive connection.
+    assert!(
+        wait_until(Duration::from_secs(10), || {
+            let _ = db.echo::<String>("x");
+            active("m1")
+        }),
+        "the group never left the half-open member"
+    );
+    assert!(
+        wait_until(Duration::from_secs(15), || active("m0")),
+        "the group never came back to m0"
+    );
+    while subscription.try_recv().is_some() {}
+    // Published on m0 now: must reach the subscriber within a few seconds, not after
+    // the subscription connection's heartbeat gives up on it.
+    let started = Instant::now();
+    let delivered = wait_until(Duration::from_secs(3), || {
+        let _ = subscriber.publish("news", "after");
+        subscription.try_recv().is_some()
+    });
+    assert!(
+        delivered,
+        "nothing delivered {:?} after the failback to m0",
+        started.elapsed()
+    );
+    group.close();
 }
