@@ -26,9 +26,11 @@
 //!   the call; a `watch` is a lease that may connect, WATCH, GET, MULTI/EXEC and on
 //!   failure UNWATCH: 5 round trips; the large write has a 1 s timeout. `SLACK` is
 //!   500 ms. The machine may not run us: a probe thread sleeps 1 ms in a loop and
-//!   records each wake-up more than 5 ms late as a stall ([`Stalls`]); a call past its
-//!   budget + `SLACK` but within budget + `SLACK` + the stalls measured during it is
-//!   counted apart ("past the slack in stalls"), not as late. Late calls: 0, each
+//!   records each wake-up more than 5 ms late as a stall ([`Stalls`]); a stall during
+//!   which no call completed (counted per 10 ms) is one of the whole process, and a
+//!   call past its budget + `SLACK` but within budget + `SLACK` + such stalls during it
+//!   is counted apart ("past the slack in stalls"), not as late. A stall of the probe
+//!   alone (starved among our own threads while calls went on) excuses nothing. Late calls: 0, each
 //!   reported with what the client logged meanwhile ([`LogRing`]).
 //! * **No acknowledged write is missing from the member that acknowledged it while
 //!   that member stayed up.** The group's `active()` at ack time is only a hint (it can
@@ -99,7 +101,7 @@ mod support;
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -320,6 +322,9 @@ struct Shared {
     /// of this code (`u32::MAX`: not ended yet).
     injected: Mutex<Vec<(u32, u32, &'static str)>>,
     stalls: Arc<Stalls>,
+    /// Calls completed per 10 ms of the run: a stall during which calls still completed
+    /// was the probe's alone (starved among our threads), not the whole process's.
+    completions: Vec<AtomicU32>,
     log: &'static LogRing,
 }
 
@@ -437,9 +442,9 @@ impl Shared {
     }
 
     /// `timed` with another timeout. A call past budget + `SLACK` is late, unless the
-    /// stall probe measured the machine not running this process for long enough
-    /// during the call to explain it: then budget + `SLACK` + the stalls is the
-    /// honest limit, and the call is counted apart (see `Stalls`).
+    /// stall probe measured the machine not running this process (no call completed
+    /// meanwhile) for long enough during the call to explain it: then budget + `SLACK`
+    /// + those stalls is the honest limit, and the call is counted apart.
     fn timed_with<T>(
         &self,
         op: &'static str,
@@ -452,6 +457,9 @@ impl Shared {
         let out = f();
         let took = started.elapsed();
         let to = ms_since(self.t0);
+        if let Some(slot) = self.completions.get((to / 10) as usize) {
+            slot.fetch_add(1, Ordering::Relaxed);
+        }
         let timeout = if self.relaxed_during(from, to) {
             RELAXED.max(timeout)
         } else {
@@ -471,10 +479,14 @@ impl Shared {
                 }
             }
             if over > SLACK {
-                let stall = Duration::from_millis(self.stalls.overlap_ms(from, to).into());
+                let stall = Duration::from_millis(
+                    self.stalls
+                        .overlap_ms(from, to, |a, b| self.stood_still(a, b))
+                        .into(),
+                );
                 let what = format!(
                     "{op}: {took:?} against a budget of {budget:?} + {SLACK:?}, at {from}..{to} ms, \
-                     {stall:?} of scheduling stalls during it, {}",
+                     {stall:?} of whole-process stalls during it, {}",
                     outcome(&out)
                 );
                 if over > SLACK + stall {
@@ -490,6 +502,18 @@ impl Shared {
             }
         }
         out
+    }
+
+    /// Whether the whole process stood still during a stall: no call completed in the
+    /// 10 ms slices wholly inside it (a stall shorter than that cannot be told apart,
+    /// and counts).
+    fn stood_still(&self, start: u32, end: u32) -> bool {
+        let (first, last) = (start / 10 + 1, end / 10);
+        (first..last).all(|b| {
+            self.completions
+                .get(b as usize)
+                .is_none_or(|c| c.load(Ordering::Relaxed) == 0)
+        })
     }
 
     /// Keeps what the client logged during the first few late calls.
@@ -1936,6 +1960,10 @@ fn chaos_soak() {
         relaxed: Mutex::new(Vec::new()),
         injected: Mutex::new(Vec::new()),
         stalls: stalls.clone(),
+        // Ten per second, with room for the run's tail.
+        completions: (0..(seconds + 120) * 100)
+            .map(|_| AtomicU32::new(0))
+            .collect(),
         log,
     });
     let (big_orders, big_rx) = crossbeam_channel::unbounded::<u32>();
@@ -2123,15 +2151,12 @@ fn chaos_soak() {
     // stall of the whole process stops them, one of the probe thread alone does not.
     let worst_stall_end = u32::try_from(stalls.worst_at.load(Ordering::Relaxed)).unwrap_or(0);
     let worst_stall_ms = u32::try_from(stalls.worst_us.load(Ordering::Relaxed) / 1000).unwrap_or(0);
-    // Samples taken during the worst stall: operations between the first and the last.
-    let inside: Vec<&(u32, u64, u64, u64)> = samples
-        .iter()
-        .filter(|s| s.0 + worst_stall_ms >= worst_stall_end && s.0 <= worst_stall_end)
-        .collect();
-    let in_worst_stall = match (inside.first(), inside.last()) {
-        (Some(a), Some(b)) if b.0 >= a.0 + 200 => Some((b.3 - a.3, b.0 - a.0)),
-        _ => None,
-    };
+    // Calls completed during the worst stall: none if the whole process stood still.
+    let completed_in_worst: u32 = (worst_stall_end.saturating_sub(worst_stall_ms) / 10 + 1
+        ..worst_stall_end / 10)
+        .filter_map(|b| shared.completions.get(b as usize))
+        .map(|c| c.load(Ordering::Relaxed))
+        .sum();
     let c = &shared.counters;
     let ops = c.ops.load(Ordering::Relaxed);
     let problems = shared.problems.lock().unwrap().clone();
@@ -2282,28 +2307,24 @@ fn chaos_soak() {
     );
     let _ = writeln!(
         summary,
-        "  scheduling stalls    {} (a 1 ms sleeper woke > 5 ms late), {:.1} s in all, worst {:.1} ms at {:.1} s; per tenth of the run (ms): {:?}",
+        "  scheduling stalls    {} (a 1 ms sleeper woke > 5 ms late), {:.1} s in all ({:.1} s with no call completing), worst {:.1} ms at {:.1} s; per tenth of the run (ms): {:?}",
         stalls.count.load(Ordering::Relaxed),
         stalls.total_us.load(Ordering::Relaxed) as f64 / 1e6,
+        f64::from(stalls.overlap_ms(0, chaos_ms, |a, b| shared.stood_still(a, b))) / 1000.0,
         stalls.worst_us.load(Ordering::Relaxed) as f64 / 1000.0,
         stalls.worst_at.load(Ordering::Relaxed) as f64 / 1000.0,
         stalls.profile(chaos_ms, 10)
     );
-    let pace = ops as f64 / f64::from(chaos_ms.max(1));
     let _ = writeln!(
         summary,
-        "  during the worst     {}",
-        match in_worst_stall {
-            Some((done, span)) => format!(
-                "{done} operations completed in {span} ms of it ({:.0} at the run's average pace): {}",
-                pace * f64::from(span),
-                if done == 0 {
-                    "the whole process stood still"
-                } else {
-                    "the process ran on"
-                }
-            ),
-            None => "too short to tell from the 100 ms samples".to_string(),
+        "  during the worst     {completed_in_worst} calls completed ({:.0} at the run's average pace): {}",
+        ops as f64 * f64::from(worst_stall_ms) / f64::from(chaos_ms.max(1)),
+        if worst_stall_ms < 20 {
+            "too short to tell (calls are counted per 10 ms)"
+        } else if completed_in_worst == 0 {
+            "the whole process stood still"
+        } else {
+            "the process ran on; the probe alone was starved"
         }
     );
     let worst: Vec<String> = shared

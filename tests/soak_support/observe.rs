@@ -77,13 +77,15 @@ impl Stalls {
             .push((ms(self.t0, from), ms(self.t0, to)));
     }
 
-    /// Milliseconds of measured stall within `[from, to]` (ms since the start).
-    pub fn overlap_ms(&self, from: u32, to: u32) -> u32 {
+    /// Milliseconds of measured stall within `[from, to]` (ms since the start), counting
+    /// only the stalls `keep` accepts (given a stall's `(start, end)`).
+    pub fn overlap_ms(&self, from: u32, to: u32, keep: impl Fn(u32, u32) -> bool) -> u32 {
         let spans = self.spans.lock().unwrap();
         let first = spans.partition_point(|&(_, end)| end < from);
         spans[first..]
             .iter()
             .take_while(|&&(start, _)| start <= to)
+            .filter(|&&(start, end)| keep(start, end))
             .map(|&(start, end)| end.min(to).saturating_sub(start.max(from)))
             .sum()
     }
@@ -92,7 +94,7 @@ impl Stalls {
     pub fn profile(&self, until: u32, buckets: u32) -> Vec<u32> {
         let width = (until / buckets).max(1);
         (0..buckets)
-            .map(|b| self.overlap_ms(b * width, (b + 1) * width))
+            .map(|b| self.overlap_ms(b * width, (b + 1) * width, |_, _| true))
             .collect()
     }
 }
