@@ -27,7 +27,8 @@
 //!   failure UNWATCH: 5 round trips; the large write has a 1 s timeout. `SLACK` is
 //!   500 ms. The machine may not run us: a probe thread sleeps 1 ms in a loop and
 //!   records each wake-up more than 5 ms late as a stall ([`Stalls`]); a stall during
-//!   which no call completed (counted per 10 ms) is one of the whole process, and a
+//!   which calls completed at under a tenth of the run's pace (counted per 10 ms) is
+//!   one of the whole process, and a
 //!   call past its budget + `SLACK` but within budget + `SLACK` + such stalls during it
 //!   is counted apart ("past the slack in stalls"), not as late. A stall of the probe
 //!   alone (starved among our own threads while calls went on) excuses nothing. Late calls: 0, each
@@ -442,8 +443,9 @@ impl Shared {
     }
 
     /// `timed` with another timeout. A call past budget + `SLACK` is late, unless the
-    /// stall probe measured the machine not running this process (no call completed
-    /// meanwhile) for long enough during the call to explain it: then budget + `SLACK`
+    /// stall probe measured the machine not running this process (calls completing at
+    /// under a tenth of their pace meanwhile) for long enough during the call to
+    /// explain it: then budget + `SLACK`
     /// + those stalls is the honest limit, and the call is counted apart.
     fn timed_with<T>(
         &self,
@@ -504,16 +506,22 @@ impl Shared {
         out
     }
 
-    /// Whether the whole process stood still during a stall: no call completed in the
-    /// 10 ms slices wholly inside it (a stall shorter than that cannot be told apart,
-    /// and counts).
+    /// Whether the whole process (all but) stood still during a stall: fewer calls
+    /// completed in the 10 ms slices wholly inside it than a tenth of the run's pace so
+    /// far (measured: 15 where 4,800 were due, in a stall of 313 ms). A stall shorter
+    /// than two slices cannot be told apart, and counts.
     fn stood_still(&self, start: u32, end: u32) -> bool {
         let (first, last) = (start / 10 + 1, end / 10);
-        (first..last).all(|b| {
-            self.completions
-                .get(b as usize)
-                .is_none_or(|c| c.load(Ordering::Relaxed) == 0)
-        })
+        if last <= first {
+            return true;
+        }
+        let done: u64 = (first..last)
+            .filter_map(|b| self.completions.get(b as usize))
+            .map(|c| u64::from(c.load(Ordering::Relaxed)))
+            .sum();
+        let pace =
+            self.counters.ops.load(Ordering::Relaxed) as f64 / f64::from(ms_since(self.t0).max(1));
+        (done as f64) * 10.0 <= pace * f64::from((last - first) * 10)
     }
 
     /// Keeps what the client logged during the first few late calls.
@@ -2307,7 +2315,7 @@ fn chaos_soak() {
     );
     let _ = writeln!(
         summary,
-        "  scheduling stalls    {} (a 1 ms sleeper woke > 5 ms late), {:.1} s in all ({:.1} s with no call completing), worst {:.1} ms at {:.1} s; per tenth of the run (ms): {:?}",
+        "  scheduling stalls    {} (a 1 ms sleeper woke > 5 ms late), {:.1} s in all ({:.1} s of the whole process), worst {:.1} ms at {:.1} s; per tenth of the run (ms): {:?}",
         stalls.count.load(Ordering::Relaxed),
         stalls.total_us.load(Ordering::Relaxed) as f64 / 1e6,
         f64::from(stalls.overlap_ms(0, chaos_ms, |a, b| shared.stood_still(a, b))) / 1000.0,
@@ -2321,8 +2329,11 @@ fn chaos_soak() {
         ops as f64 * f64::from(worst_stall_ms) / f64::from(chaos_ms.max(1)),
         if worst_stall_ms < 20 {
             "too short to tell (calls are counted per 10 ms)"
-        } else if completed_in_worst == 0 {
-            "the whole process stood still"
+        } else if shared.stood_still(
+            worst_stall_end.saturating_sub(worst_stall_ms),
+            worst_stall_end,
+        ) {
+            "the whole process (all but) stood still"
         } else {
             "the process ran on; the probe alone was starved"
         }
@@ -2506,9 +2517,11 @@ fn a_large_write_to_a_server_that_stopped_reading_returns_by_its_deadline() {
         matches!(&out, Err(e) if e.kind() == ErrorKind::Timeout),
         "expected a timeout, got {out:?}"
     );
-    // The deadline, plus scheduling on a loaded 2-core machine.
+    // The deadline, plus scheduling on a loaded 2-core machine (measured stalls reach
+    // 200 ms there); without the fix the caller came back with the connection's close,
+    // not a timeout, 1.1 to 1.5 s after it started.
     assert!(
-        took < Duration::from_millis(500 + 250),
+        took < Duration::from_millis(500 + 400),
         "the caller returned {took:?} after it started, for a 500 ms timeout"
     );
     // And the connection recovers: the server reads again, the client carries on.
