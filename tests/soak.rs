@@ -1,7 +1,8 @@
 //! Chaos soak: three real `redis-server`s in an availability group, 16 threads of mixed
 //! traffic, and a seeded fault schedule that kills, stops (SIGSTOP), resumes and
-//! restarts members under them. Alone in its own test binary, so the thread count it
-//! checks at the end is its own.
+//! restarts members under them, announces maintenance, and breaks the network and the
+//! servers (the wider fault model, below). Its own test binary, so the thread count it
+//! checks at the end is its own (the binary's other tests never run beside it).
 //!
 //! Parameters (environment): `SOAK_SECONDS` (chaos duration, default 40), `SOAK_SEED`
 //! (default: fixed, so CI runs the same schedule; the seed is printed, and the same
@@ -23,7 +24,15 @@
 //!   against its budget: `round trips x timeout + SLACK`, the timeout being `TIMEOUT`
 //!   (500 ms), or `RELAXED` (1 s) when a maintenance window may have been open during
 //!   the call; a `watch` is a lease that may connect, WATCH, GET, MULTI/EXEC and on
-//!   failure UNWATCH: 5 round trips. `SLACK` is 500 ms. Late calls: 0.
+//!   failure UNWATCH: 5 round trips; the large write has a 1 s timeout. `SLACK` is
+//!   500 ms. The machine may not run us: a probe thread sleeps 1 ms in a loop and
+//!   records each wake-up more than 5 ms late as a stall ([`Stalls`]); a stall during
+//!   which calls completed at under a tenth of the run's pace (counted per 10 ms) is
+//!   one of the whole process, and a
+//!   call past its budget + `SLACK` but within budget + `SLACK` + such stalls during it
+//!   is counted apart ("past the slack in stalls"), not as late. A stall of the probe
+//!   alone (starved among our own threads while calls went on) excuses nothing. Late calls: 0, each
+//!   reported with what the client logged meanwhile ([`LogRing`]).
 //! * **No acknowledged write is missing from the member that acknowledged it while
 //!   that member stayed up.** The group's `active()` at ack time is only a hint (it can
 //!   change between the send and the reply), so the check does not use it. Writes are
@@ -49,41 +58,64 @@
 //!
 //!   A key found with a value other than its own is a mismatch. Checked writes are
 //!   dropped, so the soak's own bookkeeping stays bounded however long it runs.
-//! * **Memory bounded.** VmRSS (`/proc/self/status`) is sampled every 100 ms. After a
+//! * **Memory bounded.** The live heap (bytes allocated and not freed, counted by the
+//!   test's global allocator, [`CountingAlloc`]) is sampled every 100 ms. After a
 //!   warm-up (the first 10% of the chaos, at most 5 s) the peak must stay under the
-//!   warm-up RSS + the largest backlog of unchecked writes the soak held (bytes) +
-//!   `RSS_MARGIN`.
+//!   warm-up heap + the largest backlog of unchecked writes the soak held (bytes) +
+//!   `HEAP_MARGIN`. VmRSS is sampled and reported too, not bounded: after a multi-MiB
+//!   buffer is freed, glibc raises its mmap threshold and later large buffers come
+//!   from per-thread arenas that keep their pages, so RSS grows with the large writes
+//!   without anything leaking (measured: 140 MiB of RSS in 10 minutes).
 //! * **Every thread ends on close.** After `Group::close` and dropping every handle, no
 //!   `rr-*` thread may remain (`/proc/self/task/*/comm`); the verification clients are
 //!   closed and counted the same way.
 //!
 //! # Maintenance notifications
 //!
-//! Real Redis OSS never sends them, so each member is reached through a small TCP
-//! proxy ([`Proxy`]) that forwards both ways and, when the schedule says so, writes a
+//! Real Redis OSS never sends them, so each member is reached through a TCP proxy
+//! ([`Proxy`], in `soak_support`) that forwards both ways and, when the schedule says so, writes a
 //! maintenance notification (a RESP3 push: `MIGRATING`/`MIGRATED`, `FAILING_OVER`/
-//! `FAILED_OVER`, `SMIGRATING`/`SMIGRATED`, `MOVING` to the same proxy) into the
+//! `FAILED_OVER`, `SMIGRATING`/`SMIGRATED`, `MOVING` to the member's own name) into the
 //! server-to-client stream between two frames, on every connection to that member, as
 //! a server announcing maintenance would. Members opt in with `maintNotifications=auto`
 //! (Redis 7 refuses the opt-in, which `auto` absorbs, on every reconnect) and relax
 //! timeouts to `RELAXED` for a short window; calls that overlap a window get the
 //! relaxed timeout in their budget. The summary counts notifications injected and the
 //! `ClientEvent::Maintenance` events the member clients raised for them.
+//!
+//! # The wider fault model
+//!
+//! Each kind (see [`Net`]) hits one member through its proxy (or its host name, which
+//! a [`ScriptedResolver`] resolves) for a window, then is undone: a black hole (then
+//! resumed, or reset), half-open connections, reads held while a 4-8 MiB `SET` is
+//! written, a stressed server's error replies (`-LOADING`, `-BUSY`, `-MASTERDOWN`, and
+//! for writes `-READONLY` and `-OOM`, with `-EXECABORT` for a transaction that had one)
+//! in place of its replies, `-ERR max number of clients reached` at reconnect, and a
+//! name that stops resolving. The first deck deals every kind once, one per step (so
+//! the CI run sees each), then 40 % of the steps deal one. Error replies a caller gets
+//! are expected only while they were being injected; a large write that was
+//! acknowledged is checked by its length and first bytes, like any write.
 
+mod soak_support;
 mod support;
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
-use std::io::{Read, Write as _};
-use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, Weak};
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
 use resilient_redis::availability::{Group, GroupOptions, GroupSubscription, HealthCheck, Member};
 use resilient_redis::prelude::*;
+use resilient_redis::testkit::{Answer, ScriptedResolver};
 use resilient_redis::{ClientEvent, Error, ErrorKind};
+use soak_support::observe::{CountingAlloc, LogRing, Stalls};
+
+#[global_allocator]
+static ALLOC: CountingAlloc = CountingAlloc;
+use soak_support::proxy::{Proxy, Stress};
 use support::{threads_named, wait_until, RedisServer};
 
 /// Worker threads of mixed traffic.
@@ -93,8 +125,10 @@ const TIMEOUT: Duration = Duration::from_millis(500);
 /// How far past its budget a call may return before it counts as late: scheduling on
 /// a loaded 2-core machine (16 workers, ~50 client threads, three servers).
 const SLACK: Duration = Duration::from_millis(500);
-/// Allowed RSS growth past the warm-up, beyond the soak's own bookkeeping.
-const RSS_MARGIN: u64 = 64 * 1024 * 1024;
+/// Allowed heap growth past the warm-up, beyond the soak's own bookkeeping: room for
+/// the large write in flight (its value, the encoded frame, the write buffer, the
+/// proxy's copy: 4 x 8 MiB) and ordinary churn.
+const HEAP_MARGIN: u64 = 64 * 1024 * 1024;
 /// The fault schedule keeps at least one member untouched (stopped + killed ≤ 2).
 const MAX_FAULTED: usize = 2;
 /// Writes checked per round of reads at a checkpoint.
@@ -107,6 +141,16 @@ const RELAXED: Duration = Duration::from_millis(1000);
 /// How long after an injection a call may still be relaxed: delivery (up to the proxy's
 /// 100 ms idle tick), window, tail, and a margin.
 const RELAX_SPAN_MS: u32 = 100 + 2000 + 1000 + 500;
+/// Timeout of the large `SET`s written while a member stops reading.
+const BIG_TIMEOUT: Duration = Duration::from_millis(1000);
+/// Large values expire (a run writes dozens of MiB of them); one is checked only while
+/// it is sure to be there: `BIG_TTL_MS` minus this margin after its ack.
+const BIG_TTL_MS: u32 = 90_000;
+const BIG_CHECK_WITHIN_MS: u32 = BIG_TTL_MS - 15_000;
+/// The worker index the large writes are booked under (after the real workers).
+const BIG_T: usize = THREADS;
+/// How long after an injected error reply's window a caller may still report it.
+const INJECTED_SPAN_MS: u32 = 3000;
 
 // ---------------------------------------------------------------------------------
 // Deterministic randomness (no dependency): xorshift64* seeded through splitmix64.
@@ -159,6 +203,42 @@ fn value_of(seed: u64, t: usize, kind: char, seq: u32) -> String {
     format!("{}={nonce:016x}", key(t, kind, seq))
 }
 
+/// The large value `key(BIG_T, 'g', seq)` is written with: its one small value as a
+/// prefix, then filler up to 4 to 8 MiB. Checked by length and prefix.
+fn big_prefix(seed: u64, seq: u32) -> String {
+    format!("{}|", value_of(seed, BIG_T, 'g', seq))
+}
+
+fn big_size(seed: u64, seq: u32) -> usize {
+    (4 << 20) + (splitmix(seed ^ 0xb16 ^ u64::from(seq)) % (4 << 20)) as usize
+}
+
+fn big_value(seed: u64, seq: u32) -> String {
+    let mut v = big_prefix(seed, seq);
+    let size = big_size(seed, seq);
+    v.extend(std::iter::repeat_n('x', size - v.len()));
+    v
+}
+
+/// What a member's check reads of a large value: its length and first bytes.
+fn big_digest(len: usize, head: &str) -> String {
+    format!("{len}:{head}")
+}
+
+/// How many first bytes of a large value are checked.
+const BIG_HEAD: usize = 64;
+
+/// The first `BIG_HEAD` bytes of `big_value(seed, seq)`, without building it.
+fn big_head(seed: u64, seq: u32) -> String {
+    let mut head = big_prefix(seed, seq);
+    head.extend(std::iter::repeat_n(
+        'x',
+        BIG_HEAD.saturating_sub(head.len()),
+    ));
+    head.truncate(BIG_HEAD);
+    head
+}
+
 fn counter_key(t: usize) -> String {
     format!("soak:{t}:ctr")
 }
@@ -198,6 +278,10 @@ struct Counters {
     failed: AtomicU64,
     mismatches: AtomicU64,
     late: AtomicU64,
+    /// Past budget + slack, but not past it + the scheduling stalls measured during
+    /// the call: the machine's delay, counted apart.
+    late_in_stalls: AtomicU64,
+    worst_in_stalls_us: AtomicU64,
     unexpected: AtomicU64,
     /// Largest (elapsed - budget) seen, in µs, also when within the slack.
     worst_over_us: AtomicU64,
@@ -207,6 +291,11 @@ struct Counters {
     delivered: AtomicU64,
     commits: AtomicU64,
     watch_conflicts: AtomicU64,
+    big_acked: AtomicU64,
+    big_failed: AtomicU64,
+    /// Longest time a subscription stayed silent while its publishes succeeded: from
+    /// the first publish not delivered to the next delivery (ms << 32 | when it ended).
+    sub_gap: AtomicU64,
 }
 
 struct Shared {
@@ -218,14 +307,47 @@ struct Shared {
     /// Per kind: the worst time past the budget (µs) and when it ended (ms since start).
     worst_by_kind: Mutex<BTreeMap<&'static str, (u64, u32)>>,
     errors_by_kind: Mutex<BTreeMap<String, u64>>,
+    /// Errors callers got that were replies the proxy put in place of the server's.
+    injected_errors: Mutex<BTreeMap<&'static str, u64>>,
     /// First few problems, for the failure message.
     problems: Mutex<Vec<String>>,
+    /// What the client logged around the first few late calls.
+    late_details: Mutex<Vec<String>>,
     ports: Vec<u16>,
-    /// One per worker, drained by the checkpoints.
+    /// One per worker and one for the large writes, drained by the checkpoints.
     books: Vec<Mutex<Book>>,
     run_ids: Mutex<RunIds>,
     /// Periods (ms since start) during which a member may have relaxed its timeouts.
     relaxed: Mutex<Vec<(u32, u32)>>,
+    /// Periods (ms since start) during which a proxy replaced replies with an error
+    /// of this code (`u32::MAX`: not ended yet).
+    injected: Mutex<Vec<(u32, u32, &'static str)>>,
+    stalls: Arc<Stalls>,
+    /// Calls completed per 10 ms of the run: a stall during which calls still completed
+    /// was the probe's alone (starved among our threads), not the whole process's.
+    completions: Vec<AtomicU32>,
+    log: &'static LogRing,
+}
+
+/// What a call ended with, for the report of a late one.
+fn outcome<T>(r: &Result<T, Error>) -> String {
+    match r {
+        Ok(_) => "ok".into(),
+        Err(e) => format!("{:?} from {}", e.kind(), e.endpoint().unwrap_or("?")),
+    }
+}
+
+/// The code of an error a stressed server gives (the ones the proxy injects).
+fn stress_code(e: &Error) -> Option<&'static str> {
+    match e.kind() {
+        ErrorKind::Loading => Some("LOADING"),
+        ErrorKind::Busy => Some("BUSY"),
+        ErrorKind::MasterDown => Some("MASTERDOWN"),
+        ErrorKind::ReadOnly => Some("READONLY"),
+        ErrorKind::ExecAbort => Some("EXECABORT"),
+        ErrorKind::Server if e.to_string().contains("OOM command not allowed") => Some("OOM"),
+        _ => None,
+    }
 }
 
 impl Shared {
@@ -246,6 +368,33 @@ impl Shared {
         self.problem(format!("UNEXPECTED {what}"));
     }
 
+    /// Whether `e` is a reply a proxy injected in place of the server's (its code was
+    /// being injected on some member when the call ended, or just before); counted.
+    fn injected(&self, e: &Error) -> bool {
+        let Some(code) = stress_code(e) else {
+            return false;
+        };
+        let now = ms_since(self.t0);
+        let during = self
+            .injected
+            .lock()
+            .unwrap()
+            .iter()
+            .rev()
+            .any(|&(from, to, c)| {
+                c == code && from <= now && to.saturating_add(INJECTED_SPAN_MS) >= now
+            });
+        if during {
+            *self
+                .injected_errors
+                .lock()
+                .unwrap()
+                .entry(code)
+                .or_default() += 1;
+        }
+        during
+    }
+
     fn error(&self, op: &str, e: &Error) {
         self.counters.failed.fetch_add(1, Ordering::Relaxed);
         *self
@@ -254,6 +403,15 @@ impl Shared {
             .unwrap()
             .entry(format!("{:?}", e.kind()))
             .or_default() += 1;
+        // An error reply a stressed server gives, while the proxy was injecting it, is
+        // expected; outside such a window it means a reply went astray (redis-server
+        // itself never says LOADING or OOM here).
+        if stress_code(e).is_some() {
+            if !self.injected(e) {
+                self.unexpected(format!("{op}: {e} (no such reply was being injected)"));
+            }
+            return;
+        }
         // Transient faults are what a dying server causes; anything else (a protocol
         // error, a type mismatch, a server error reply) means a reply went astray or
         // the client misbehaved.
@@ -275,15 +433,39 @@ impl Shared {
 
     /// Times one call against its budget: `rounds` x the timeout in force (the relaxed
     /// one if a maintenance window may have been open) + `SLACK`.
-    fn timed<T>(&self, op: &'static str, rounds: u32, f: impl FnOnce() -> T) -> T {
+    fn timed<T>(
+        &self,
+        op: &'static str,
+        rounds: u32,
+        f: impl FnOnce() -> Result<T, Error>,
+    ) -> Result<T, Error> {
+        self.timed_with(op, TIMEOUT, rounds, f)
+    }
+
+    /// `timed` with another timeout. A call past budget + `SLACK` is late, unless the
+    /// stall probe measured the machine not running this process (calls completing at
+    /// under a tenth of their pace meanwhile) for long enough during the call to
+    /// explain it: then budget + `SLACK`
+    /// + those stalls is the honest limit, and the call is counted apart.
+    fn timed_with<T>(
+        &self,
+        op: &'static str,
+        timeout: Duration,
+        rounds: u32,
+        f: impl FnOnce() -> Result<T, Error>,
+    ) -> Result<T, Error> {
         let started = Instant::now();
         let from = ms_since(self.t0);
         let out = f();
         let took = started.elapsed();
-        let timeout = if self.relaxed_during(from, ms_since(self.t0)) {
-            RELAXED.max(TIMEOUT)
+        let to = ms_since(self.t0);
+        if let Some(slot) = self.completions.get((to / 10) as usize) {
+            slot.fetch_add(1, Ordering::Relaxed);
+        }
+        let timeout = if self.relaxed_during(from, to) {
+            RELAXED.max(timeout)
         } else {
-            TIMEOUT
+            timeout
         };
         let budget = timeout * rounds;
         self.counters.ops.fetch_add(1, Ordering::Relaxed);
@@ -291,19 +473,72 @@ impl Shared {
         if let Some(over) = took.checked_sub(budget) {
             let us = u64::try_from(over.as_micros()).unwrap_or(u64::MAX);
             self.counters.worst_over_us.fetch_max(us, Ordering::Relaxed);
-            let mut worst = self.worst_by_kind.lock().unwrap();
-            let entry = worst.entry(op).or_default();
-            if us > entry.0 {
-                *entry = (us, ms_since(self.t0));
+            {
+                let mut worst = self.worst_by_kind.lock().unwrap();
+                let entry = worst.entry(op).or_default();
+                if us > entry.0 {
+                    *entry = (us, to);
+                }
             }
             if over > SLACK {
-                self.counters.late.fetch_add(1, Ordering::Relaxed);
-                self.problem(format!(
-                    "LATE {op}: {took:?} against a budget of {budget:?} + {SLACK:?}"
-                ));
+                let stall = Duration::from_millis(
+                    self.stalls
+                        .overlap_ms(from, to, |a, b| self.stood_still(a, b))
+                        .into(),
+                );
+                let what = format!(
+                    "{op}: {took:?} against a budget of {budget:?} + {SLACK:?}, at {from}..{to} ms, \
+                     {stall:?} of whole-process stalls during it, {}",
+                    outcome(&out)
+                );
+                if over > SLACK + stall {
+                    self.counters.late.fetch_add(1, Ordering::Relaxed);
+                    self.problem(format!("LATE {what}"));
+                    self.late_detail(&what, from, to);
+                } else {
+                    self.counters.late_in_stalls.fetch_add(1, Ordering::Relaxed);
+                    self.counters
+                        .worst_in_stalls_us
+                        .fetch_max(us, Ordering::Relaxed);
+                }
             }
         }
         out
+    }
+
+    /// Whether the whole process (all but) stood still during a stall: fewer calls
+    /// completed in the 10 ms slices wholly inside it than a tenth of the run's pace so
+    /// far (measured: 15 where 4,800 were due, in a stall of 313 ms). A stall shorter
+    /// than two slices cannot be told apart, and counts.
+    fn stood_still(&self, start: u32, end: u32) -> bool {
+        let (first, last) = (start / 10 + 1, end / 10);
+        if last <= first {
+            return true;
+        }
+        let done: u64 = (first..last)
+            .filter_map(|b| self.completions.get(b as usize))
+            .map(|c| u64::from(c.load(Ordering::Relaxed)))
+            .sum();
+        let pace =
+            self.counters.ops.load(Ordering::Relaxed) as f64 / f64::from(ms_since(self.t0).max(1));
+        (done as f64) * 10.0 <= pace * f64::from((last - first) * 10)
+    }
+
+    /// Keeps what the client logged during the first few late calls.
+    fn late_detail(&self, what: &str, from: u32, to: u32) {
+        let mut details = self.late_details.lock().unwrap();
+        if details.len() >= 5 {
+            return;
+        }
+        let offset = self.log.offset_ms(self.t0);
+        let mut text = format!("{what}; the client logged:");
+        for line in self
+            .log
+            .between(offset + from.saturating_sub(100), offset + to + 100, 16)
+        {
+            let _ = write!(text, "\n      {line}");
+        }
+        details.push(text);
     }
 }
 
@@ -321,6 +556,8 @@ enum Pending {
     },
     /// A write whose executing process is known: thread, sequence, interned run_id.
     Attributed { t: u16, seq: u32, run: u32 },
+    /// A large `SET` (see `big_value`): sequence, send and ack (ms since start).
+    Big { seq: u32, send: u32, ack: u32 },
 }
 
 /// What one worker acknowledged since the last checkpoint.
@@ -362,6 +599,8 @@ struct Worker {
     shared: Arc<Shared>,
     seq: u32,
     published_seq: u32,
+    /// When the oldest publish not followed by any delivery was acknowledged (ms).
+    silent_since: Option<u32>,
     /// Recently acknowledged plain writes (kind, seq), the ones reads pick from.
     recent: std::collections::VecDeque<(u8, u32)>,
 }
@@ -539,16 +778,37 @@ impl Worker {
                             shared.mismatch(format!("batch ECHO {token:?}: {echoed:?}"));
                         }
                     }
-                    (a, b, c) => shared.unexpected(format!(
-                        "batch items failed after a successful batch: {:?} {:?} {:?}",
-                        a.err(),
-                        b.err(),
-                        c.err()
-                    )),
+                    (a, b, c) => {
+                        let errors = [a.as_ref().err(), b.as_ref().err(), c.as_ref().err()];
+                        // Replies a proxy replaced (the server still ran the commands,
+                        // so what did come must still be right); anything else failing
+                        // inside a successful batch is unexpected.
+                        if errors.iter().flatten().all(|e| shared.injected(e)) {
+                            if let Ok(got) = &b {
+                                if got.as_deref() != Some(v.as_str()) {
+                                    shared
+                                        .mismatch(format!("batch GET {k} after its SET: {got:?}"));
+                                }
+                            }
+                            if let Ok(echoed) = &c {
+                                if *echoed != token {
+                                    shared.mismatch(format!("batch ECHO {token:?}: {echoed:?}"));
+                                }
+                            }
+                        } else {
+                            shared.unexpected(format!(
+                                "batch items failed after a successful batch: {:?} {:?} {:?}",
+                                a.err(),
+                                b.err(),
+                                c.err()
+                            ));
+                        }
+                    }
                 }
                 if let (Some((kind, s)), Some(h)) = (old, older) {
                     match h.wait() {
                         Ok(got) => self.check_read("batch GET", kind, s, got.as_deref()),
+                        Err(e) if shared.injected(&e) => {}
                         Err(e) => shared.mismatch(format!("batch GET of an old key: {e}")),
                     }
                 }
@@ -654,6 +914,7 @@ impl Worker {
             Ok(_) => {
                 self.ok();
                 shared.counters.published.fetch_add(1, Ordering::Relaxed);
+                self.silent_since.get_or_insert(ms_since(shared.t0));
             }
             Err(e) => shared.error("PUBLISH", &e),
         }
@@ -675,6 +936,14 @@ impl Worker {
                     .counters
                     .delivered
                     .fetch_add(1, Ordering::Relaxed);
+                if let Some(since) = self.silent_since.take() {
+                    let now = ms_since(self.shared.t0);
+                    let gap = u64::from(now - since) << 32 | u64::from(now);
+                    self.shared
+                        .counters
+                        .sub_gap
+                        .fetch_max(gap, Ordering::Relaxed);
+                }
             } else {
                 self.shared.mismatch(format!(
                     "message on {:?} with {:?} reached {ch}",
@@ -682,6 +951,39 @@ impl Worker {
                     m.payload_str()
                 ));
             }
+        }
+    }
+}
+
+/// A large `SET` (4-8 MiB) through the group, ordered while the member serving stops
+/// reading: its caller must still return by its deadline, and if acknowledged it is
+/// checked like any write.
+fn big_write(db: &Database, shared: &Shared, seq: u32) {
+    let (k, v) = (key(BIG_T, 'g', seq), big_value(shared.seed, seq));
+    let send = ms_since(shared.t0);
+    let db = db.with_timeout(BIG_TIMEOUT);
+    let out = shared.timed_with("big set", BIG_TIMEOUT, 1, || {
+        db.cmd("SET")
+            .key(&k)
+            .arg(&v)
+            .arg("PX")
+            .arg(BIG_TTL_MS)
+            .exec()
+    });
+    match out {
+        Ok(()) => {
+            shared.counters.ok.fetch_add(1, Ordering::Relaxed);
+            shared.counters.big_acked.fetch_add(1, Ordering::Relaxed);
+            let ack = ms_since(shared.t0) + 1;
+            shared.books[BIG_T]
+                .lock()
+                .unwrap()
+                .pending
+                .push(Pending::Big { seq, send, ack });
+        }
+        Err(e) => {
+            shared.counters.big_failed.fetch_add(1, Ordering::Relaxed);
+            shared.error("big SET", &e);
         }
     }
 }
@@ -697,6 +999,85 @@ struct FaultCounts {
     restart: u64,
     maintenance: u64,
     maintenance_by_kind: BTreeMap<&'static str, u64>,
+    /// Network and server-stress faults, by kind (see `Net`).
+    net: BTreeMap<Net, u64>,
+    /// Black holes that ended with a reset rather than resuming.
+    black_hole_resets: u64,
+    /// Connections the half-open faults left hanging.
+    half_open_conns: u64,
+    /// Large `SET`s ordered while their member stopped reading.
+    big_ordered: u64,
+}
+
+/// The wider fault model: the network and a server under stress, each on one member
+/// through its proxy, for a window ended by an `Undo` (half-open is at once).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Net {
+    /// Nothing forwarded either way, sockets open; then resumed, or reset (RST).
+    BlackHole,
+    /// The peer gone without a FIN or RST: every open connection hangs for good.
+    HalfOpen,
+    /// The member stops reading while a 4-8 MiB `SET` is written to it.
+    HeldWrite,
+    /// A stressed server's error reply in place of replies.
+    Stress(Stress),
+    /// Connections closed, then `-ERR max number of clients reached` at reconnect.
+    MaxClients,
+    /// Connections closed while the member's host name stops resolving.
+    Dns,
+}
+
+const NET_KINDS: [Net; 10] = [
+    Net::BlackHole,
+    Net::HalfOpen,
+    Net::HeldWrite,
+    Net::Stress(Stress::Loading),
+    Net::Stress(Stress::Busy),
+    Net::Stress(Stress::MasterDown),
+    Net::Stress(Stress::ReadOnly),
+    Net::Stress(Stress::Oom),
+    Net::MaxClients,
+    Net::Dns,
+];
+
+impl Net {
+    fn name(self) -> &'static str {
+        match self {
+            Net::BlackHole => "black hole",
+            Net::HalfOpen => "half-open",
+            Net::HeldWrite => "held reads + large SET",
+            Net::Stress(s) => s.code(),
+            Net::MaxClients => "maxclients at reconnect",
+            Net::Dns => "DNS outage",
+        }
+    }
+
+    /// Kinds whose windows must not overlap on one member (one flag each).
+    fn class(self) -> usize {
+        match self {
+            Net::BlackHole => 0,
+            Net::HeldWrite => 1,
+            Net::Stress(_) => 2,
+            Net::MaxClients => 3,
+            Net::Dns => 4,
+            Net::HalfOpen => 5,
+        }
+    }
+}
+
+/// How a network fault's window ends.
+#[derive(Clone, Copy, Debug)]
+enum Undo {
+    BlackHole { reset: bool },
+    HeldWrite,
+    Stress,
+    MaxClients,
+    Dns,
+}
+
+/// A member's host name (members are reached by name, resolved by `Chaos::dns`).
+fn host_of(i: usize) -> String {
+    format!("m{i}.soak.test")
 }
 
 struct Chaos {
@@ -715,6 +1096,20 @@ struct Chaos {
     /// Per member: the closing kind owed for a window this schedule opened.
     open_windows: Vec<Option<&'static str>>,
     next_notification_id: u64,
+    /// What every member's host name resolves to.
+    dns: ScriptedResolver,
+    /// Network faults still to deal, drawn from a shuffled deck of every kind: the
+    /// first deck is dealt one per step, so a short run sees each kind.
+    deck: Vec<Net>,
+    dealt: u64,
+    /// Windows to end: (due, ms since start), member, how, and the index of the
+    /// injected-reply period to close (if any).
+    undo: Vec<(u32, usize, Undo, Option<usize>)>,
+    /// Per member, per `Net::class`: a window is open.
+    net_open: Vec<[bool; 6]>,
+    /// Orders for the large writer (sequence numbers).
+    big_orders: Option<crossbeam_channel::Sender<u32>>,
+    next_big: u32,
 }
 
 #[derive(Default)]
@@ -765,6 +1160,31 @@ fn read_all(
         .collect()
 }
 
+/// Reads large values from a member: key -> `big_digest` of what is there.
+fn read_big(client: &Client, keys: &[String]) -> HashMap<String, String> {
+    let db = client.database().with_timeout(Duration::from_secs(10));
+    let mut out = HashMap::new();
+    for k in keys {
+        let len: usize = db
+            .cmd("STRLEN")
+            .key(k)
+            .query()
+            .expect("STRLEN from a member");
+        if len == 0 {
+            continue;
+        }
+        let head: String = db
+            .cmd("GETRANGE")
+            .key(k)
+            .arg(0)
+            .arg(BIG_HEAD - 1)
+            .query()
+            .expect("GETRANGE from a member");
+        out.insert(k.clone(), big_digest(len, &head));
+    }
+    out
+}
+
 fn run_id_of(client: &Client) -> String {
     let info = client
         .database()
@@ -797,8 +1217,184 @@ impl Chaos {
             .collect()
     }
 
-    /// One step of the schedule: picks a fault that is possible now.
+    /// One step of the schedule: a process or maintenance fault, then maybe a
+    /// network one.
     fn step(&mut self, rng: &mut XorShift, group: &Group, shared: &Shared) {
+        self.process_step(rng, group, shared);
+        self.net_step(rng, group, shared);
+    }
+
+    /// The active member's index, if any.
+    fn active(group: &Group) -> Option<usize> {
+        group
+            .active()
+            .and_then(|m| m.name().strip_prefix('m')?.parse::<usize>().ok())
+    }
+
+    /// Deals a network fault: every step until each kind has been dealt once, then
+    /// on 40% of the steps.
+    fn net_step(&mut self, rng: &mut XorShift, group: &Group, shared: &Shared) {
+        if self.dealt >= NET_KINDS.len() as u64 && rng.below(100) >= 40 {
+            return;
+        }
+        if self.deck.is_empty() {
+            let mut deck = NET_KINDS.to_vec();
+            for k in (1..deck.len()).rev() {
+                deck.swap(k, rng.below(k as u64 + 1) as usize);
+            }
+            self.deck = deck;
+        }
+        let Some(kind) = self.deck.pop() else { return };
+        self.dealt += 1;
+        let free: Vec<usize> = (0..self.servers.len())
+            .filter(|&m| !self.net_open[m][kind.class()])
+            .collect();
+        if free.is_empty() {
+            return;
+        }
+        // The active member more often than not (that is where the traffic is); always
+        // for the large write, which goes where the traffic goes.
+        let bias = if kind == Net::HeldWrite { 100 } else { 60 };
+        let i = match Chaos::active(group) {
+            Some(a) if free.contains(&a) && rng.below(100) < bias => a,
+            _ => free[rng.below(free.len() as u64) as usize],
+        };
+        let now = ms_since(shared.t0);
+        let until = |rng: &mut XorShift, from: u64, to: u64| {
+            now + u32::try_from(rng.millis(from, to).as_millis()).unwrap_or(u32::MAX)
+        };
+        let proxy = &self.proxies[i];
+        let (due, undo, period) = match kind {
+            Net::BlackHole => {
+                proxy.black_hole(true);
+                let reset = rng.below(2) == 0;
+                (until(rng, 800, 2500), Undo::BlackHole { reset }, None)
+            }
+            Net::HalfOpen => {
+                self.counts.half_open_conns += proxy.half_open() as u64;
+                *self.counts.net.entry(kind).or_default() += 1;
+                self.log.push(format!("{now:>7} ms {} m{i}", kind.name()));
+                return;
+            }
+            Net::HeldWrite => {
+                proxy.hold_client(true);
+                self.next_big += 1;
+                if let Some(orders) = &self.big_orders {
+                    if orders.send(self.next_big).is_ok() {
+                        self.counts.big_ordered += 1;
+                    }
+                }
+                // Short enough for the write to go through once reads resume (it is
+                // then acknowledged and checked), or longer than its timeout.
+                let held = if rng.below(2) == 0 {
+                    until(rng, 200, 500)
+                } else {
+                    until(rng, 1500, 3000)
+                };
+                (held, Undo::HeldWrite, None)
+            }
+            Net::Stress(stress) => {
+                let mut periods = shared.injected.lock().unwrap();
+                let at = periods.len();
+                // A transaction with a refused command is refused whole (EXECABORT).
+                periods.push((now, u32::MAX, stress.code()));
+                periods.push((now, u32::MAX, "EXECABORT"));
+                drop(periods);
+                proxy.stress(Some(stress));
+                (until(rng, 300, 1500), Undo::Stress, Some(at))
+            }
+            Net::MaxClients => {
+                proxy.refuse(true);
+                proxy.close_all();
+                (until(rng, 500, 2000), Undo::MaxClients, None)
+            }
+            Net::Dns => {
+                self.dns.set(&host_of(i), Answer::Fail);
+                proxy.close_all();
+                (until(rng, 1000, 3000), Undo::Dns, None)
+            }
+        };
+        self.net_open[i][kind.class()] = true;
+        self.undo.push((due, i, undo, period));
+        *self.counts.net.entry(kind).or_default() += 1;
+        self.log.push(format!(
+            "{now:>7} ms {} m{i} for {} ms",
+            kind.name(),
+            due - now
+        ));
+    }
+
+    /// Ends the network faults whose window is over (all of them with `all`).
+    fn run_due(&mut self, shared: &Shared, all: bool) {
+        let now = ms_since(shared.t0);
+        let mut due = Vec::new();
+        self.undo.retain(|u| {
+            let go = all || u.0 <= now;
+            if go {
+                due.push(*u);
+            }
+            !go
+        });
+        for (_, i, undo, period) in due {
+            let proxy = &self.proxies[i];
+            let class = match undo {
+                Undo::BlackHole { reset } => {
+                    if reset {
+                        proxy.reset_all();
+                        self.counts.black_hole_resets += 1;
+                        self.log.push(format!("{now:>7} ms black hole m{i} reset"));
+                    }
+                    proxy.black_hole(false);
+                    Net::BlackHole.class()
+                }
+                Undo::HeldWrite => {
+                    proxy.hold_client(false);
+                    Net::HeldWrite.class()
+                }
+                Undo::Stress => {
+                    proxy.stress(None);
+                    if let Some(at) = period {
+                        let mut periods = shared.injected.lock().unwrap();
+                        for p in periods.iter_mut().skip(at).take(2) {
+                            p.1 = now;
+                        }
+                    }
+                    Net::Stress(Stress::Loading).class()
+                }
+                Undo::MaxClients => {
+                    proxy.refuse(false);
+                    Net::MaxClients.class()
+                }
+                Undo::Dns => {
+                    let addr = SocketAddr::from(([127, 0, 0, 1], proxy.port));
+                    self.dns.set(&host_of(i), Answer::addrs([addr]));
+                    Net::Dns.class()
+                }
+            };
+            self.net_open[i][class] = false;
+        }
+    }
+
+    /// Sleeps until `until`, ending network fault windows when they are due.
+    fn sleep_until(&mut self, until: Instant, shared: &Shared) {
+        loop {
+            self.run_due(shared, false);
+            let now = Instant::now();
+            if now >= until {
+                return;
+            }
+            let next = self
+                .undo
+                .iter()
+                .map(|u| shared.t0 + Duration::from_millis(u.0.into()))
+                .min()
+                .map_or(until, |due| due.min(until));
+            thread::sleep(next.saturating_duration_since(now));
+        }
+    }
+
+    /// One process or maintenance fault that is possible now.
+    fn process_step(&mut self, rng: &mut XorShift, group: &Group, shared: &Shared) {
         let t0 = shared.t0;
         let running = self.with(State::Running);
         let stopped = self.with(State::Stopped);
@@ -921,20 +1517,31 @@ impl Chaos {
                     self.open_windows[i] = Some("SMIGRATED");
                     ("SMIGRATING", format!(">3\r\n+SMIGRATING\r\n:{id}\r\n+100-200\r\n"))
                 }
-                // Moves to where it already is: with or without a handoff, the client
-                // ends up talking to the same member.
+                // Moves to where it already is (its own name, so the handoff polls the
+                // record, which names the same address): the client ends up talking to
+                // the same member.
                 _ => (
                     "MOVING",
-                    format!(">4\r\n+MOVING\r\n:{id}\r\n:1\r\n+127.0.0.1:{port}\r\n"),
+                    format!(">4\r\n+MOVING\r\n:{id}\r\n:1\r\n+{}:{port}\r\n", host_of(i)),
                 ),
             },
         };
         let now = ms_since(shared.t0);
+        // A black hole on the member holds the notification until it ends (a network
+        // that resumes delivers what it held): the client may relax only then.
+        let delivered = self
+            .undo
+            .iter()
+            .filter(|u| u.1 == i && matches!(u.2, Undo::BlackHole { .. }))
+            .map(|u| u.0)
+            .max()
+            .unwrap_or(now)
+            .max(now);
         shared
             .relaxed
             .lock()
             .unwrap()
-            .push((now, now + RELAX_SPAN_MS));
+            .push((now, delivered + RELAX_SPAN_MS));
         self.proxies[i].inject(frame.as_bytes());
         self.counts.maintenance += 1;
         *self.counts.maintenance_by_kind.entry(kind).or_default() += 1;
@@ -943,7 +1550,8 @@ impl Chaos {
 
     /// Back to a readable state: stopped members resume; killed ones stay dead (their
     /// writes died with them and are counted as unverifiable).
-    fn settle(&mut self) {
+    fn settle(&mut self, shared: &Shared) {
+        self.run_due(shared, true);
         for i in self.with(State::Stopped) {
             self.servers[i].resume();
             self.states[i] = State::Running;
@@ -1030,6 +1638,26 @@ impl Chaos {
         }
     }
 
+    /// The member processes that may have executed a write sent at `send` and acked at
+    /// `ack` (ms): the running ones alive at any point between; `settled`: none of
+    /// them is stopped now; `dead`: one of them has died since.
+    fn candidates(&self, send: u32, ack: u32) -> (Vec<usize>, bool, bool) {
+        let mut members = Vec::new();
+        let (mut settled, mut dead) = (true, false);
+        for (m, lives) in self.lives.iter().enumerate() {
+            for life in lives {
+                if life.start <= ack && life.end.is_none_or(|e| e >= send) {
+                    match (life.end, self.states[m]) {
+                        (Some(_), _) => dead = true,
+                        (None, State::Running) => members.push(m),
+                        (None, _) => settled = false,
+                    }
+                }
+            }
+        }
+        (members, settled, dead)
+    }
+
     /// The process a run_id belongs to now, if it is still a member's.
     fn member_of(&self, run: u32, run_ids: &[String]) -> Option<usize> {
         let id = run_ids.get(run as usize)?;
@@ -1044,6 +1672,8 @@ impl Chaos {
         shared: &Shared,
     ) {
         let mut wanted: Vec<Vec<String>> = vec![Vec::new(); self.servers.len()];
+        let mut wanted_big: Vec<Vec<String>> = vec![Vec::new(); self.servers.len()];
+        let now = ms_since(shared.t0);
         enum Plan {
             /// Read on these members; `settled`: no candidate is stopped; `dead`: a
             /// candidate process has died.
@@ -1077,21 +1707,24 @@ impl Chaos {
                     send,
                     ack,
                 } => {
-                    let mut members = Vec::new();
-                    let (mut settled, mut dead) = (true, false);
-                    for (m, lives) in self.lives.iter().enumerate() {
-                        for life in lives {
-                            if life.start <= ack && life.end.is_none_or(|e| e >= send) {
-                                match (life.end, self.states[m]) {
-                                    (Some(_), _) => dead = true,
-                                    (None, State::Running) => members.push(m),
-                                    (None, _) => settled = false,
-                                }
-                            }
-                        }
-                    }
+                    let (members, settled, dead) = self.candidates(send, ack);
                     for &m in &members {
                         wanted[m].push(key(t.into(), kind as char, seq));
+                    }
+                    Plan::Read {
+                        members,
+                        settled,
+                        dead,
+                    }
+                }
+                // Expired, or about to: nothing to read any more.
+                Pending::Big { ack, .. } if now > ack.saturating_add(BIG_CHECK_WITHIN_MS) => {
+                    Plan::Unverifiable
+                }
+                Pending::Big { seq, send, ack } => {
+                    let (members, settled, dead) = self.candidates(send, ack);
+                    for &m in &members {
+                        wanted_big[m].push(key(BIG_T, 'g', seq));
                     }
                     Plan::Read {
                         members,
@@ -1102,7 +1735,12 @@ impl Chaos {
             };
             plans.push(plan);
         }
-        let held = read_all(&mut wanted, clients);
+        let mut held = read_all(&mut wanted, clients);
+        for (m, keys) in wanted_big.iter().enumerate() {
+            if let (Some(c), false) = (&clients[m], keys.is_empty()) {
+                held[m].extend(read_big(c, keys));
+            }
+        }
 
         let seed = self.seed;
         let v = &mut self.verdict;
@@ -1116,6 +1754,11 @@ impl Chaos {
                 Pending::Plain { t, kind, seq, .. } => (
                     key(t.into(), kind as char, seq),
                     value_of(seed, t.into(), kind as char, seq),
+                    false,
+                ),
+                Pending::Big { seq, .. } => (
+                    key(BIG_T, 'g', seq),
+                    big_digest(big_size(seed, seq), &big_head(seed, seq)),
                     false,
                 ),
             };
@@ -1154,185 +1797,16 @@ impl Chaos {
                                 "{k}, acknowledged by run {}, is missing from that process",
                                 run_ids[run as usize]
                             ),
-                            Pending::Plain { send, ack, .. } => format!(
-                                "{k} (sent {send} ms, acked {ack} ms) is on no process alive since"
-                            ),
+                            Pending::Plain { send, ack, .. } | Pending::Big { send, ack, .. } => {
+                                format!(
+                                    "{k} (sent {send} ms, acked {ack} ms) is on no process alive since"
+                                )
+                            }
                         };
                         shared.problem(format!("MISSING {what}"));
                     }
                 }
             }
-        }
-    }
-}
-
-// ---------------------------------------------------------------------------------
-// The proxy that plays a server announcing maintenance.
-
-/// One proxied connection: where to write notifications, and its two sockets.
-struct ProxyConn {
-    pending: Mutex<Vec<u8>>,
-    client: TcpStream,
-    upstream: TcpStream,
-}
-
-impl ProxyConn {
-    fn shutdown(&self) {
-        let _ = self.client.shutdown(Shutdown::Both);
-        let _ = self.upstream.shutdown(Shutdown::Both);
-    }
-}
-
-/// A TCP proxy in front of one member's server: forwards both ways; notifications
-/// queued with [`Proxy::inject`] are written to the client between two frames of the
-/// server's stream (found with the crate's own decoder), or within 100 ms when idle.
-/// A server that is down makes it close the client's connection, as the server would.
-struct Proxy {
-    port: u16,
-    stop: Arc<AtomicBool>,
-    conns: Arc<Mutex<Vec<Weak<ProxyConn>>>>,
-    acceptor: Option<thread::JoinHandle<()>>,
-}
-
-impl Proxy {
-    fn start(upstream_port: u16) -> Proxy {
-        let listener = TcpListener::bind("127.0.0.1:0").expect("bind a proxy port");
-        listener
-            .set_nonblocking(true)
-            .expect("nonblocking listener");
-        let port = listener.local_addr().expect("proxy address").port();
-        let stop = Arc::new(AtomicBool::new(false));
-        let conns: Arc<Mutex<Vec<Weak<ProxyConn>>>> = Arc::new(Mutex::new(Vec::new()));
-        let acceptor = {
-            let (stop, conns) = (stop.clone(), conns.clone());
-            thread::Builder::new()
-                .name("soak-proxy".into())
-                .spawn(move || {
-                    while !stop.load(Ordering::Relaxed) {
-                        match listener.accept() {
-                            Ok((client, _)) => Proxy::open(client, upstream_port, &conns),
-                            Err(_) => thread::sleep(Duration::from_millis(5)),
-                        }
-                    }
-                })
-                .expect("proxy thread")
-        };
-        Proxy {
-            port,
-            stop,
-            conns,
-            acceptor: Some(acceptor),
-        }
-    }
-
-    fn open(client: TcpStream, upstream_port: u16, conns: &Mutex<Vec<Weak<ProxyConn>>>) {
-        let _ = client.set_nonblocking(false);
-        let upstream = match TcpStream::connect_timeout(
-            &SocketAddr::from(([127, 0, 0, 1], upstream_port)),
-            Duration::from_millis(500),
-        ) {
-            Ok(u) => u,
-            // Down: the client sees its connection closed.
-            Err(_) => return,
-        };
-        let _ = upstream.set_nodelay(true);
-        let _ = client.set_nodelay(true);
-        let (Ok(c2), Ok(u2)) = (client.try_clone(), upstream.try_clone()) else {
-            return;
-        };
-        let conn = Arc::new(ProxyConn {
-            pending: Mutex::new(Vec::new()),
-            client,
-            upstream,
-        });
-        {
-            let mut list = conns.lock().unwrap();
-            list.retain(|w| w.strong_count() > 0);
-            list.push(Arc::downgrade(&conn));
-        }
-        let up = conn.clone();
-        let _ = thread::Builder::new()
-            .name("soak-proxy-up".into())
-            .spawn(move || {
-                let (mut from, mut to) = (c2, &up.upstream);
-                let _ = std::io::copy(&mut from, &mut to);
-                up.shutdown();
-            });
-        let _ = thread::Builder::new()
-            .name("soak-proxy-down".into())
-            .spawn(move || {
-                Proxy::down(&conn, u2);
-                conn.shutdown();
-            });
-    }
-
-    /// Server to client, with notifications written at frame boundaries.
-    fn down(conn: &ProxyConn, mut upstream: TcpStream) {
-        let _ = upstream.set_read_timeout(Some(Duration::from_millis(100)));
-        let mut decoder = resilient_redis::resp::Decoder::new();
-        let mut held: Vec<u8> = Vec::new();
-        let mut buf = vec![0u8; 64 * 1024];
-        let mut client = &conn.client;
-        loop {
-            match upstream.read(&mut buf) {
-                Ok(0) => return,
-                Ok(n) => {
-                    decoder.feed(&buf[..n]);
-                    held.extend_from_slice(&buf[..n]);
-                    loop {
-                        match decoder.decode() {
-                            Ok(Some(_)) => {}
-                            Ok(None) => break,
-                            // Not expected from redis-server; forward everything as it
-                            // comes and inject nothing more.
-                            Err(_) => {
-                                let _ = client.write_all(&held);
-                                let _ = std::io::copy(&mut upstream, &mut client);
-                                return;
-                            }
-                        }
-                    }
-                    let complete = held.len() - decoder.buffered();
-                    if client.write_all(&held[..complete]).is_err() {
-                        return;
-                    }
-                    held.drain(..complete);
-                }
-                Err(e)
-                    if matches!(
-                        e.kind(),
-                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-                    ) => {}
-                Err(_) => return,
-            }
-            // Between frames: whatever is held is the start of the next one, not yet sent.
-            let notes = std::mem::take(&mut *conn.pending.lock().unwrap());
-            if !notes.is_empty() && client.write_all(&notes).is_err() {
-                return;
-            }
-        }
-    }
-
-    /// Queues a notification on every open connection; how many.
-    fn inject(&self, frame: &[u8]) -> usize {
-        let list = self.conns.lock().unwrap();
-        let mut n = 0;
-        for conn in list.iter().filter_map(Weak::upgrade) {
-            conn.pending.lock().unwrap().extend_from_slice(frame);
-            n += 1;
-        }
-        n
-    }
-}
-
-impl Drop for Proxy {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        for conn in self.conns.lock().unwrap().iter().filter_map(Weak::upgrade) {
-            conn.shutdown();
-        }
-        if let Some(a) = self.acceptor.take() {
-            let _ = a.join();
         }
     }
 }
@@ -1351,6 +1825,30 @@ fn rss_bytes() -> u64 {
         .map_or(0, |kb| kb * 1024)
 }
 
+/// The machine's CPU time so far, from `/proc/stat`'s first line: (all, steal) in
+/// ticks. Steal is time the hypervisor ran someone else while we were runnable.
+fn cpu_ticks() -> (u64, u64) {
+    let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
+    let fields: Vec<u64> = stat
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .split_whitespace()
+        .skip(1)
+        .filter_map(|f| f.parse().ok())
+        .collect();
+    (fields.iter().sum(), fields.get(7).copied().unwrap_or(0))
+}
+
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .unwrap_or_default()
+        .split_whitespace()
+        .take(3)
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 fn env_u64(name: &str, default: u64) -> u64 {
     std::env::var(name)
         .ok()
@@ -1358,19 +1856,28 @@ fn env_u64(name: &str, default: u64) -> u64 {
         .unwrap_or(default)
 }
 
-/// A member reached through its proxy, opted in to maintenance notifications with
-/// short relaxed windows.
-fn member(proxy: &Proxy, i: usize, weight: u32) -> Member {
-    Member::new(format!(
-        "127.0.0.1:{},syncTimeout={ms},connectTimeout={ms},reconnectMin=20,reconnectMax=200,\
+/// A member reached through its proxy by host name (resolved by `dns`, which a
+/// fault makes fail), opted in to maintenance notifications with short relaxed
+/// windows.
+fn member(proxy: &Proxy, i: usize, weight: u32, dns: &ScriptedResolver) -> Member {
+    dns.set(
+        &host_of(i),
+        Answer::addrs([SocketAddr::from(([127, 0, 0, 1], proxy.port))]),
+    );
+    let mut options = Options::parse(&format!(
+        "{}:{},syncTimeout={ms},connectTimeout={ms},reconnectMin=20,reconnectMax=200,\
          maintNotifications=auto,maintRelaxedTimeout={relaxed},maintRelaxedWindowMax=2,\
          maintPostEventRelaxed=1",
+        host_of(i),
         proxy.port,
         ms = TIMEOUT.as_millis(),
         relaxed = RELAXED.as_secs_f64()
     ))
-    .with_name(format!("m{i}"))
-    .with_weight(weight)
+    .expect("member options");
+    options.resolver = Some(Arc::new(dns.clone()));
+    Member::from_options(options)
+        .with_name(format!("m{i}"))
+        .with_weight(weight)
 }
 
 fn mib(b: u64) -> String {
@@ -1379,10 +1886,16 @@ fn mib(b: u64) -> String {
 
 // ---------------------------------------------------------------------------------
 
+/// The tests of this binary run one at a time: the soak counts the process's client
+/// threads, which another test's client would disturb.
+static SERIAL: Mutex<()> = Mutex::new(());
+
 #[test]
 fn chaos_soak() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let seconds = env_u64("SOAK_SECONDS", 40);
     let seed = env_u64("SOAK_SEED", 0x5eed_2024);
+    let log = LogRing::install(Instant::now());
     let Some(s0) = RedisServer::start() else {
         return;
     };
@@ -1412,11 +1925,12 @@ fn chaos_soak() {
         ..HealthCheck::default()
     };
     let proxies: Vec<Proxy> = servers.iter().map(|s| Proxy::start(s.port)).collect();
+    let dns = ScriptedResolver::new();
     let group = Group::connect(
         vec![
-            member(&proxies[0], 0, 30),
-            member(&proxies[1], 1, 20),
-            member(&proxies[2], 2, 10),
+            member(&proxies[0], 0, 30, &dns),
+            member(&proxies[1], 1, 20, &dns),
+            member(&proxies[2], 2, 10, &dns),
         ],
         GroupOptions::default().health_check(checks),
     )
@@ -1434,6 +1948,9 @@ fn chaos_soak() {
         .collect();
 
     let t0 = Instant::now();
+    let (load_before, cpu_before) = (load_average(), cpu_ticks());
+    let probe_stop = Arc::new(AtomicBool::new(false));
+    let (stalls, stall_probe) = Stalls::start(t0, probe_stop.clone());
     let shared = Arc::new(Shared {
         seed,
         t0,
@@ -1442,12 +1959,22 @@ fn chaos_soak() {
         ops_by_kind: Mutex::new(BTreeMap::new()),
         worst_by_kind: Mutex::new(BTreeMap::new()),
         errors_by_kind: Mutex::new(BTreeMap::new()),
+        injected_errors: Mutex::new(BTreeMap::new()),
         problems: Mutex::new(Vec::new()),
+        late_details: Mutex::new(Vec::new()),
         ports: ports.clone(),
-        books: (0..THREADS).map(|_| Mutex::new(Book::default())).collect(),
+        books: (0..=THREADS).map(|_| Mutex::new(Book::default())).collect(),
         run_ids: Mutex::new(RunIds::default()),
         relaxed: Mutex::new(Vec::new()),
+        injected: Mutex::new(Vec::new()),
+        stalls: stalls.clone(),
+        // Ten per second, with room for the run's tail.
+        completions: (0..(seconds + 120) * 100)
+            .map(|_| AtomicU32::new(0))
+            .collect(),
+        log,
     });
+    let (big_orders, big_rx) = crossbeam_channel::unbounded::<u32>();
     let mut chaos = Chaos {
         servers,
         states: vec![State::Running; 3],
@@ -1467,12 +1994,23 @@ fn chaos_soak() {
         proxies,
         open_windows: vec![None; 3],
         next_notification_id: 0,
+        dns: dns.clone(),
+        deck: Vec::new(),
+        dealt: 0,
+        undo: Vec::new(),
+        net_open: vec![[false; 6]; 3],
+        big_orders: Some(big_orders),
+        next_big: 0,
     };
 
     // Memory and thread sampler.
-    let rss_samples = Arc::new(Mutex::new(Vec::<(u32, u64)>::new()));
+    // (ms since start, RSS, live heap, operations so far)
+    let rss_samples = Arc::new(Mutex::new(Vec::<(u32, u64, u64, u64)>::new()));
     let peak_threads = Arc::new(AtomicU64::new(0));
     let maintenance_events = Arc::new(AtomicU64::new(0));
+    // Reconnects refused at maxclients, and those that could not resolve the name.
+    let refused_reconnects = Arc::new(AtomicU64::new(0));
+    let unresolved_reconnects = Arc::new(AtomicU64::new(0));
     let sampler = {
         let (shared, rss, peak_threads, raised) = (
             shared.clone(),
@@ -1480,20 +2018,37 @@ fn chaos_soak() {
             peak_threads.clone(),
             maintenance_events.clone(),
         );
+        let (refused, unresolved) = (refused_reconnects.clone(), unresolved_reconnects.clone());
         thread::Builder::new()
             .name("soak-sampler".into())
             .spawn(move || {
                 let count = |events: &[crossbeam_channel::Receiver<ClientEvent>]| {
                     for rx in events {
                         for e in rx.try_iter() {
-                            if matches!(e, ClientEvent::Maintenance(_)) {
-                                raised.fetch_add(1, Ordering::Relaxed);
+                            match e {
+                                ClientEvent::Maintenance(_) => {
+                                    raised.fetch_add(1, Ordering::Relaxed);
+                                }
+                                ClientEvent::ReconnectFailed { error, .. } => {
+                                    let text = error.to_string();
+                                    if text.contains("max number of clients") {
+                                        refused.fetch_add(1, Ordering::Relaxed);
+                                    } else if text.contains("resolve") {
+                                        unresolved.fetch_add(1, Ordering::Relaxed);
+                                    }
+                                }
+                                _ => {}
                             }
                         }
                     }
                 };
                 while !shared.stop.load(Ordering::Relaxed) {
-                    rss.lock().unwrap().push((ms_since(shared.t0), rss_bytes()));
+                    rss.lock().unwrap().push((
+                        ms_since(shared.t0),
+                        rss_bytes(),
+                        CountingAlloc::live(),
+                        shared.counters.ops.load(Ordering::Relaxed),
+                    ));
                     let n = threads_named("rr-").len() as u64;
                     peak_threads.fetch_max(n, Ordering::Relaxed);
                     count(&member_events);
@@ -1517,6 +2072,7 @@ fn chaos_soak() {
                 shared: shared.clone(),
                 seq: 0,
                 published_seq: 0,
+                silent_since: None,
                 recent: std::collections::VecDeque::with_capacity(4096),
             };
             thread::Builder::new()
@@ -1525,6 +2081,18 @@ fn chaos_soak() {
                 .unwrap()
         })
         .collect();
+    // The large writes, one per order of the schedule (it holds the member's reads).
+    let big_writer = {
+        let (db, shared) = (db.clone(), shared.clone());
+        thread::Builder::new()
+            .name("soak-big".into())
+            .spawn(move || {
+                for seq in big_rx {
+                    big_write(&db, &shared, seq);
+                }
+            })
+            .unwrap()
+    };
 
     // The fault schedule runs on this thread.
     let mut rng = XorShift::new(seed);
@@ -1544,15 +2112,20 @@ fn chaos_soak() {
             last_checkpoint = Instant::now();
         }
         let pause = rng.millis(300, 1500);
-        thread::sleep(pause.min(end.saturating_duration_since(Instant::now())));
+        chaos.sleep_until((Instant::now() + pause).min(end), &shared);
     }
     let chaos_ms = ms_since(t0);
+    let (load_after, cpu_after) = (load_average(), cpu_ticks());
     shared.stop.store(true, Ordering::Relaxed);
+    chaos.big_orders = None;
     for w in workers {
         w.join().expect("a worker panicked");
     }
+    big_writer.join().expect("the large writer panicked");
     sampler.join().unwrap();
-    chaos.settle();
+    probe_stop.store(true, Ordering::Relaxed);
+    stall_probe.join().unwrap();
+    chaos.settle(&shared);
 
     // Every thread ends on close.
     let during_run_threads = peak_threads.load(Ordering::Relaxed);
@@ -1566,25 +2139,48 @@ fn chaos_soak() {
     let verify_clean = wait_until(Duration::from_secs(10), || threads_named("rr-").is_empty());
     let leaked = leaked_after_close.len() + usize::from(!verify_clean);
 
-    // Memory: warm-up peak, then the peak after it.
+    // Memory: warm-up peak, then the peak after it; heap bounded, RSS reported.
     let samples = rss_samples.lock().unwrap().clone();
     let warmup_ms = (chaos_ms / 10).min(5000);
-    let warm = samples
-        .iter()
-        .filter(|(at, _)| *at <= warmup_ms)
-        .map(|&(_, b)| b)
-        .max()
-        .unwrap_or(0);
-    let peak = samples.iter().map(|&(_, b)| b).max().unwrap_or(0);
+    let warm_peak = |f: fn(&(u32, u64, u64, u64)) -> u64| {
+        let warm = samples
+            .iter()
+            .filter(|s| s.0 <= warmup_ms)
+            .map(f)
+            .max()
+            .unwrap_or(0);
+        (warm, samples.iter().map(f).max().unwrap_or(0))
+    };
+    let (warm, peak) = warm_peak(|s| s.1);
+    let (warm_heap, peak_heap) = warm_peak(|s| s.2);
     let verdict = &chaos.verdict;
-    let rss_bound = warm + verdict.peak_backlog_bytes + RSS_MARGIN;
-
+    let heap_bound = warm_heap + verdict.peak_backlog_bytes + HEAP_MARGIN;
+    // Operations completed during the worst stall, against the run's average pace: a
+    // stall of the whole process stops them, one of the probe thread alone does not.
+    let worst_stall_end = u32::try_from(stalls.worst_at.load(Ordering::Relaxed)).unwrap_or(0);
+    let worst_stall_ms = u32::try_from(stalls.worst_us.load(Ordering::Relaxed) / 1000).unwrap_or(0);
+    // Calls completed during the worst stall: none if the whole process stood still.
+    let completed_in_worst: u32 = (worst_stall_end.saturating_sub(worst_stall_ms) / 10 + 1
+        ..worst_stall_end / 10)
+        .filter_map(|b| shared.completions.get(b as usize))
+        .map(|c| c.load(Ordering::Relaxed))
+        .sum();
     let c = &shared.counters;
     let ops = c.ops.load(Ordering::Relaxed);
     let problems = shared.problems.lock().unwrap().clone();
     let mut summary = String::new();
     let _ = writeln!(summary, "=== chaos soak summary ===");
     let _ = writeln!(summary, "seed                   {seed:#x}");
+    let (all, steal) = (
+        cpu_after.0.saturating_sub(cpu_before.0).max(1),
+        cpu_after.1.saturating_sub(cpu_before.1),
+    );
+    let _ = writeln!(
+        summary,
+        "machine                {} CPUs, load average {load_before} at the start, {load_after} at the end; {:.1} % of CPU time stolen by the hypervisor",
+        thread::available_parallelism().map_or(0, |n| n.get()),
+        steal as f64 * 100.0 / all as f64
+    );
     let _ = writeln!(
         summary,
         "duration               {:.1} s of chaos ({:.1} s in all)",
@@ -1623,6 +2219,46 @@ fn chaos_soak() {
         "  maintenance events   {} raised by the member clients (one per notification and client; none while a member was down or stopped)",
         maintenance_events.load(Ordering::Relaxed)
     );
+    let net: Vec<String> = NET_KINDS
+        .iter()
+        .map(|k| {
+            format!(
+                "{} {}",
+                k.name(),
+                chaos.counts.net.get(k).copied().unwrap_or(0)
+            )
+        })
+        .collect();
+    let _ = writeln!(summary, "network/stress faults  {}", net.join(", "));
+    let proxy_sum = |f: &dyn Fn(&soak_support::proxy::Stats) -> &AtomicU64| -> u64 {
+        chaos
+            .proxies
+            .iter()
+            .map(|p| f(p.stats()).load(Ordering::Relaxed))
+            .sum()
+    };
+    let _ = writeln!(
+        summary,
+        "  what they did        black holes reset {} of {}; {} connections left half-open; large SETs {} ordered, {} acked, {} failed; {} replies replaced by stress errors + {} EXECABORT; {} connections refused at maxclients ({} reconnects failed on it); {} reconnects failed to resolve; {} RSTs; {} proxied connections",
+        chaos.counts.black_hole_resets,
+        chaos.counts.net.get(&Net::BlackHole).copied().unwrap_or(0),
+        chaos.counts.half_open_conns,
+        chaos.counts.big_ordered,
+        c.big_acked.load(Ordering::Relaxed),
+        c.big_failed.load(Ordering::Relaxed),
+        proxy_sum(&|s| &s.replaced),
+        proxy_sum(&|s| &s.exec_aborted),
+        proxy_sum(&|s| &s.refused),
+        refused_reconnects.load(Ordering::Relaxed),
+        unresolved_reconnects.load(Ordering::Relaxed),
+        proxy_sum(&|s| &s.reset),
+        proxy_sum(&|s| &s.connections),
+    );
+    let _ = writeln!(
+        summary,
+        "  injected errors      {:?} returned to callers (expected: each was being injected)",
+        shared.injected_errors.lock().unwrap()
+    );
     let _ = writeln!(
         summary,
         "reads                  {} hits, {} misses (key not on the member serving)",
@@ -1635,11 +2271,14 @@ fn chaos_soak() {
         c.commits.load(Ordering::Relaxed),
         c.watch_conflicts.load(Ordering::Relaxed)
     );
+    let gap = c.sub_gap.load(Ordering::Relaxed);
     let _ = writeln!(
         summary,
-        "pub/sub                {} published, {} delivered",
+        "pub/sub                {} published, {} delivered; longest silence of a subscription whose publishes succeeded {:.1} s (ended at {:.1} s)",
         c.published.load(Ordering::Relaxed),
-        c.delivered.load(Ordering::Relaxed)
+        c.delivered.load(Ordering::Relaxed),
+        (gap >> 32) as f64 / 1000.0,
+        (gap & 0xffff_ffff) as f64 / 1000.0
     );
     let _ = writeln!(
         summary,
@@ -1664,9 +2303,40 @@ fn chaos_soak() {
     );
     let _ = writeln!(
         summary,
-        "callers past deadline  {} (budget: round trips x {TIMEOUT:?} ({RELAXED:?} near a maintenance window) + {SLACK:?}; worst overshoot past the budget {:.1} ms)",
+        "callers past deadline  {} (budget: round trips x {TIMEOUT:?} ({RELAXED:?} near a maintenance window) + {SLACK:?} + the scheduling stalls measured during the call; worst overshoot past the budget {:.1} ms)",
         c.late.load(Ordering::Relaxed),
         c.worst_over_us.load(Ordering::Relaxed) as f64 / 1000.0
+    );
+    let _ = writeln!(
+        summary,
+        "  past the slack in stalls {} (late by the fixed slack, not once the stalls measured during them are added; worst {:.1} ms past the budget)",
+        c.late_in_stalls.load(Ordering::Relaxed),
+        c.worst_in_stalls_us.load(Ordering::Relaxed) as f64 / 1000.0
+    );
+    let _ = writeln!(
+        summary,
+        "  scheduling stalls    {} (a 1 ms sleeper woke > 5 ms late), {:.1} s in all ({:.1} s of the whole process), worst {:.1} ms at {:.1} s; per tenth of the run (ms): {:?}",
+        stalls.count.load(Ordering::Relaxed),
+        stalls.total_us.load(Ordering::Relaxed) as f64 / 1e6,
+        f64::from(stalls.overlap_ms(0, chaos_ms, |a, b| shared.stood_still(a, b))) / 1000.0,
+        stalls.worst_us.load(Ordering::Relaxed) as f64 / 1000.0,
+        stalls.worst_at.load(Ordering::Relaxed) as f64 / 1000.0,
+        stalls.profile(chaos_ms, 10)
+    );
+    let _ = writeln!(
+        summary,
+        "  during the worst     {completed_in_worst} calls completed ({:.0} at the run's average pace): {}",
+        ops as f64 * f64::from(worst_stall_ms) / f64::from(chaos_ms.max(1)),
+        if worst_stall_ms < 20 {
+            "too short to tell (calls are counted per 10 ms)"
+        } else if shared.stood_still(
+            worst_stall_end.saturating_sub(worst_stall_ms),
+            worst_stall_end,
+        ) {
+            "the whole process (all but) stood still"
+        } else {
+            "the process ran on; the probe alone was starved"
+        }
     );
     let worst: Vec<String> = shared
         .worst_by_kind
@@ -1710,36 +2380,56 @@ fn chaos_soak() {
     );
     let _ = writeln!(
         summary,
-        "peak RSS               {} (after warm-up {}; bound {} = warm-up + {} unchecked-write backlog + {} margin)",
-        mib(peak),
-        mib(warm),
-        mib(rss_bound),
+        "peak heap              {} (after warm-up {}; bound {} = warm-up + {} unchecked-write backlog + {} margin)",
+        mib(peak_heap),
+        mib(warm_heap),
+        mib(heap_bound),
         mib(verdict.peak_backlog_bytes),
-        mib(RSS_MARGIN)
+        mib(HEAP_MARGIN)
     );
-    let at = |fraction: u32| {
+    let at = |fraction: u32, f: fn(&(u32, u64, u64, u64)) -> u64| {
         let when = chaos_ms / 4 * fraction;
-        samples
-            .iter()
-            .find(|(t, _)| *t >= when)
-            .map_or(0, |&(_, b)| b)
+        samples.iter().find(|s| s.0 >= when).map_or(0, f)
+    };
+    let quarters = |f: fn(&(u32, u64, u64, u64)) -> u64| {
+        format!(
+            "{} / {} / {} / {}",
+            mib(at(1, f)),
+            mib(at(2, f)),
+            mib(at(3, f)),
+            mib(samples.last().map_or(0, f))
+        )
     };
     let _ = writeln!(
         summary,
-        "  RSS over the run     {} / {} / {} / {} at 25/50/75/100%",
-        mib(at(1)),
-        mib(at(2)),
-        mib(at(3)),
-        mib(samples.last().map_or(0, |&(_, b)| b))
+        "  heap over the run    {} at 25/50/75/100%",
+        quarters(|s| s.2)
     );
-    let _ = writeln!(summary, "fault log (first 40):");
-    for line in chaos.log.iter().take(40) {
+    let _ = writeln!(
+        summary,
+        "peak RSS               {} (after warm-up {}; {} at 25/50/75/100%; reported, not bounded: see the module documentation)",
+        mib(peak),
+        mib(warm),
+        quarters(|s| s.1)
+    );
+    let _ = writeln!(summary, "fault log (first 60):");
+    for line in chaos.log.iter().take(60) {
         let _ = writeln!(summary, "  {line}");
     }
     if !problems.is_empty() {
         let _ = writeln!(summary, "problems (first {}):", problems.len().min(30));
         for p in problems.iter().take(30) {
             let _ = writeln!(summary, "  {p}");
+        }
+    }
+    let details = shared.late_details.lock().unwrap().clone();
+    if !details.is_empty() {
+        let _ = writeln!(
+            summary,
+            "late calls, with what the client logged meanwhile:"
+        );
+        for d in &details {
+            let _ = writeln!(summary, "  {d}");
         }
     }
     eprintln!("{summary}");
@@ -1771,7 +2461,10 @@ fn chaos_soak() {
         closed_clean && leaked == 0,
         "leaked threads {leaked_after_close:?}\n{summary}"
     );
-    assert!(peak <= rss_bound, "memory grew past its bound\n{summary}");
+    assert!(
+        peak_heap <= heap_bound,
+        "the heap grew past its bound\n{summary}"
+    );
     // The run must have done something worth the name.
     assert!(ops > 1000, "too little traffic\n{summary}");
     assert!(verdict.verified > 100, "too few writes verified\n{summary}");
@@ -1779,4 +2472,216 @@ fn chaos_soak() {
         chaos.counts.kill + chaos.counts.stop >= seconds / 4,
         "too few faults\n{summary}"
     );
+    // The first deck deals every network kind once, one per step: any run of the CI's
+    // length gets that far.
+    if seconds >= 30 {
+        for kind in NET_KINDS {
+            assert!(
+                chaos.counts.net.get(&kind).copied().unwrap_or(0) > 0,
+                "{} was never injected\n{summary}",
+                kind.name()
+            );
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------
+// Two faults of the wider model on their own, where each is easy to read: a deadline
+// the soak found broken (fixed), and one found by reading the code (open).
+
+/// A caller writing a large value to a server that stopped reading returns by its
+/// deadline. It used to write its own frame with a `write_all` that has no deadline,
+/// and stayed there until the connection was set aside and closed: 1.48 s for a
+/// 500 ms timeout (measured). Large frames now go through the writer thread.
+#[test]
+fn a_large_write_to_a_server_that_stopped_reading_returns_by_its_deadline() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(server) = RedisServer::start() else {
+        return;
+    };
+    let proxy = Proxy::start(server.port);
+    let client = Client::connect(format!(
+        "127.0.0.1:{},syncTimeout=500,connectTimeout=500",
+        proxy.port
+    ))
+    .expect("client");
+    let db = client.database();
+    db.set("before", "x").expect("a first SET");
+    proxy.hold_client(true);
+    let big = "v".repeat(8 << 20);
+    let started = Instant::now();
+    let out = db.set("big", &big);
+    let took = started.elapsed();
+    proxy.hold_client(false);
+    assert!(
+        matches!(&out, Err(e) if e.kind() == ErrorKind::Timeout),
+        "expected a timeout, got {out:?}"
+    );
+    // The deadline, plus scheduling on a loaded 2-core machine (measured stalls reach
+    // 200 ms there); without the fix the caller came back with the connection's close,
+    // not a timeout, 1.1 to 1.5 s after it started.
+    assert!(
+        took < Duration::from_millis(500 + 400),
+        "the caller returned {took:?} after it started, for a 500 ms timeout"
+    );
+    // And the connection recovers: the server reads again, the client carries on.
+    assert!(
+        wait_until(Duration::from_secs(10), || db.set("after", "y").is_ok()),
+        "the client never recovered"
+    );
+    client.close();
+}
+
+/// A relaxed timeout bounds the whole call, not what is left of it after waiting for
+/// a reconnect. `Node::request` passes what is left of the caller's (unrelaxed)
+/// timeout to `Connection::request`, which relaxes it again from the moment of the
+/// send (`timeouts.effective(left)` is at least the relaxed timeout), so a call that
+/// waited in the backlog can take that wait plus the whole relaxed timeout. A group
+/// does the same with what is left after its own backlog wait. Measured: 3.2 s for a
+/// call whose timeout, relaxed, is 2 s.
+#[test]
+#[ignore = "client bug: the relaxed timeout is applied again to what is left after a backlog wait (Node::request / GroupRouter::route pass `left`, Connection::request relaxes it from the send)"]
+fn a_relaxed_timeout_bounds_the_whole_call_after_a_backlog_wait() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(server) = RedisServer::start_with(&["--enable-debug-command", "yes"]) else {
+        return;
+    };
+    let proxy = Proxy::start(server.port);
+    let client = Client::connect(format!(
+        "127.0.0.1:{},syncTimeout=500,connectTimeout=500,reconnectMin=20,reconnectMax=50,\
+         maintNotifications=auto,maintRelaxedTimeout=2,maintRelaxedWindowMax=30",
+        proxy.port
+    ))
+    .expect("client");
+    let db = client.database();
+    db.set("before", "x").expect("a first SET");
+    // Maintenance announced: timeouts relaxed to 2 s for up to 30 s.
+    proxy.inject(b">4\r\n+MIGRATING\r\n:1\r\n:30\r\n+1\r\n");
+    assert!(
+        wait_until(Duration::from_secs(5), || client
+            .maintenance_status()
+            .iter()
+            .any(|s| s.in_force != resilient_redis::MaintenanceKind::None)),
+        "the client never relaxed its timeouts"
+    );
+    // The server goes away for 1.2 s (the window covers the wait for the reconnect).
+    proxy.refuse(true);
+    proxy.close_all();
+    assert!(wait_until(Duration::from_secs(5), || !client.is_connected()));
+    let started = Instant::now();
+    // Waits in the backlog for the reconnect, then for a reply that takes 5 s.
+    let caller = thread::spawn(move || {
+        let out = db.cmd("DEBUG").arg("SLEEP").arg(5).exec();
+        (out, started.elapsed())
+    });
+    thread::sleep(Duration::from_millis(1200));
+    proxy.refuse(false);
+    let (out, took) = caller.join().unwrap();
+    assert!(out.is_err(), "DEBUG SLEEP 5 cannot answer within 2 s");
+    assert!(
+        took < Duration::from_millis(2000 + 250),
+        "a call whose relaxed timeout is 2 s took {took:?}"
+    );
+    client.close();
+}
+
+/// A server at `maxclients` answers a new connection with its reason and closes it:
+/// the handshake's error keeps the reason (it used to say only that the server
+/// closed the connection, so the soak could not tell a refusal from a crash).
+#[test]
+fn a_connection_refused_at_maxclients_says_so() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(server) = RedisServer::start() else {
+        return;
+    };
+    let proxy = Proxy::start(server.port);
+    proxy.refuse(true);
+    let Err(err) = Client::connect(format!(
+        "127.0.0.1:{},connectTimeout=500,maintNotifications=auto",
+        proxy.port
+    )) else {
+        panic!("connected through a refusing server");
+    };
+    assert!(
+        err.to_string().contains("max number of clients reached"),
+        "{err}"
+    );
+}
+
+/// A member whose connections all went half-open is found hung by its interactive
+/// connection, which is replaced; its subscription connection, which carries no calls,
+/// stays half-open until its heartbeat fails (`keepAlive`, 10 s by default, of
+/// silence, plus the heartbeat's timeout). When traffic fails back to the member, what
+/// is published there meanwhile reaches no subscriber. Seen in the soak as a
+/// subscription silent for 5.8 s while its publishes succeeded.
+#[test]
+#[ignore = "client bug: a member's half-open subscription connection outlives its failed health check and the failback (only stalled interactive connections are closed)"]
+fn a_subscription_on_a_half_open_member_is_recovered_before_traffic_fails_back() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let (Some(s0), Some(s1)) = (RedisServer::start(), RedisServer::start()) else {
+        return;
+    };
+    let proxies = [Proxy::start(s0.port), Proxy::start(s1.port)];
+    let member = |i: usize, weight: u32| {
+        Member::new(format!(
+            "127.0.0.1:{},syncTimeout=500,connectTimeout=500,reconnectMin=20,reconnectMax=100",
+            proxies[i].port
+        ))
+        .with_name(format!("m{i}"))
+        .with_weight(weight)
+    };
+    let checks = HealthCheck {
+        interval: Duration::from_millis(200),
+        probe_count: 1,
+        probe_timeout: Duration::from_millis(300),
+        ..HealthCheck::default()
+    };
+    let group = Group::connect(
+        vec![member(0, 20), member(1, 10)],
+        GroupOptions::default()
+            .health_check(checks)
+            .failback_delay(Duration::from_millis(500)),
+    )
+    .expect("group");
+    let active = |name: &str| group.active().is_some_and(|m| m.name() == name);
+    assert!(wait_until(Duration::from_secs(10), || active("m0")));
+    let subscriber = group.subscriber();
+    let subscription = subscriber.subscribe("news").expect("subscribe");
+    // Delivered before the fault.
+    assert!(
+        wait_until(Duration::from_secs(10), || {
+            let _ = subscriber.publish("news", "before");
+            subscription.try_recv().is_some()
+        }),
+        "no delivery before the fault"
+    );
+    let db = group.database();
+    proxies[0].half_open();
+    // Traffic finds m0 hung and moves to m1, then comes back once m0 passes its checks
+    // on a fresh interactive connection.
+    assert!(
+        wait_until(Duration::from_secs(10), || {
+            let _ = db.echo::<String>("x");
+            active("m1")
+        }),
+        "the group never left the half-open member"
+    );
+    assert!(
+        wait_until(Duration::from_secs(15), || active("m0")),
+        "the group never came back to m0"
+    );
+    while subscription.try_recv().is_some() {}
+    // Published on m0 now: must reach the subscriber within a few seconds, not after
+    // the subscription connection's heartbeat gives up on it.
+    let started = Instant::now();
+    let delivered = wait_until(Duration::from_secs(3), || {
+        let _ = subscriber.publish("news", "after");
+        subscription.try_recv().is_some()
+    });
+    assert!(
+        delivered,
+        "nothing delivered {:?} after the failback to m0",
+        started.elapsed()
+    );
+    group.close();
 }

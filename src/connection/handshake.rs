@@ -338,9 +338,15 @@ fn exchange(
                     }
                 })?;
                 if n == 0 {
+                    // A server that turns a connection away (`maxclients`) says why,
+                    // then closes: keep its reason.
+                    let why = replies
+                        .iter()
+                        .find_map(Value::error_message)
+                        .map_or(String::new(), |m| format!(" after answering \"{m}\""));
                     return Err(Error::new(
                         ErrorKind::ConnectionClosed,
-                        "the server closed the connection during the handshake",
+                        format!("the server closed the connection during the handshake{why}"),
                     ));
                 }
             }

@@ -430,10 +430,12 @@ impl Connection {
             out.buf.extend_from_slice(frame);
             return Ok(submitted);
         }
-        if !alone || !out.buf.is_empty() {
+        if !alone || !out.buf.is_empty() || frame.len() > DIRECT_WRITE_MAX {
             // Others are in flight: queue for the writer thread, which sends everything
             // queued in one write. Measured: callers writing for themselves under load
-            // made 0.77 writes per command at 16 threads; queuing made 0.28.
+            // made 0.77 writes per command at 16 threads; queuing made 0.28. A large
+            // frame goes there too: `write_all` has no deadline, and a server that
+            // stops reading would hold its caller in it until the connection is closed.
             out.buf.extend_from_slice(frame);
             drop(out);
             shared.writer_wake.notify_one();
@@ -726,6 +728,13 @@ struct Submitted {
     direct: bool,
 }
 
+/// The largest frame a caller alone writes from its own thread: what a fresh
+/// connection's socket buffers take at once (16 KiB of send buffer before autotuning),
+/// so that write never waits for the server to read. A larger one goes to the writer
+/// thread and its caller waits for the reply under its own deadline (measured: an
+/// 8 MiB `SET` written by its caller to a server that stopped reading returned 1.48 s
+/// after its 500 ms timeout).
+const DIRECT_WRITE_MAX: usize = 16 * 1024;
 /// Lone requests in a row before the reader thread stands down.
 const LONE_STREAK: u32 = 2;
 /// How long a stood-down reader thread leaves the token unused before taking it back.
