@@ -251,7 +251,11 @@ fn dial(deployment: &Arc<Deployment>, node: &Arc<Node>, which: Which) {
     let spawned = std::thread::Builder::new()
         .name(format!("rr-dial {}", node.endpoint))
         .spawn(move || {
+            // A node forgotten meanwhile (an old primary a Sentinel switch pruned, a
+            // retired cluster node) is never dialed again.
+            let listed = d.find(&n.endpoint).is_some_and(|x| Arc::ptr_eq(&x, &n));
             match which {
+                _ if n.is_closed() || !listed => {}
                 Which::Interactive => match reconnect_if_due(&n, &n.interactive) {
                     Some(Ok(conn)) => {
                         n.install(conn);
