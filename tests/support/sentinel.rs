@@ -23,6 +23,11 @@ pub struct Sentinel {
 }
 
 impl Sentinel {
+    /// The sentinel's own log (for a failing test's message).
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.join("sentinel.log")).unwrap_or_default()
+    }
+
     fn start(primary_port: u16, extra: &[String]) -> Sentinel {
         static N: AtomicUsize = AtomicUsize::new(0);
         for _ in 0..10 {
@@ -35,13 +40,15 @@ impl Sentinel {
             let conf = dir.join("sentinel.conf");
             let mut text = format!(
                 "port {port}\nbind 127.0.0.1\ndaemonize no\npidfile {}\ndir {}\n\
+                 logfile {}\n\
                  sentinel resolve-hostnames no\nsentinel announce-ip 127.0.0.1\n\
                  sentinel monitor {SERVICE} 127.0.0.1 {primary_port} 2\n\
                  sentinel down-after-milliseconds {SERVICE} 1000\n\
                  sentinel failover-timeout {SERVICE} 3000\n\
                  sentinel parallel-syncs {SERVICE} 1\n",
                 pid_file.display(),
-                dir.display()
+                dir.display(),
+                dir.join("sentinel.log").display()
             );
             for line in extra {
                 text.push_str(line);
