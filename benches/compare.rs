@@ -157,7 +157,7 @@ fn main() {
         sections.push(reference(&plan, &server));
     }
     if plan.wants("threads") {
-        sections.push(thread_growth(&plan, &url, &small, &mut notes));
+        sections.push(thread_growth(&plan, &server, &url, &small, &mut notes));
     }
     if plan.wants("sizes") {
         sections.push(size_growth(&plan, &url, &db, &mut notes));
@@ -436,35 +436,75 @@ fn reference(plan: &Plan, server: &RedisServer) -> String {
     )
 }
 
-/// Throughput at 1..64 threads, ours (one shared Client) vs redis-rs (a connection each).
-fn thread_growth(plan: &Plan, url: &str, keys: &Keys, notes: &mut Vec<String>) -> String {
+/// Throughput and CPU per call at 1..64 threads, ours (one shared Client) vs redis-rs
+/// (a connection each), with what `redis-benchmark` gets from the same server at as
+/// many connections, without and with pipelining (the server's ceiling).
+fn thread_growth(
+    plan: &Plan,
+    server: &RedisServer,
+    url: &str,
+    keys: &Keys,
+    notes: &mut Vec<String>,
+) -> String {
     let dur = plan.pick(Duration::from_millis(700), Duration::from_millis(200));
     let rounds = plan.pick(3, 1);
     let mut cells = Vec::new();
     let mut errors = (0, 0);
-    for threads in [1, 2, 4, 8, 16, 32, 64] {
+    // `BENCH_THREADS=2,4` measures only those points (for prototyping).
+    let counts: Vec<usize> = std::env::var("BENCH_THREADS")
+        .ok()
+        .map(|v| v.split(',').filter_map(|t| t.trim().parse().ok()).collect())
+        .filter(|v: &Vec<usize>| !v.is_empty())
+        .unwrap_or_else(|| vec![1, 2, 4, 8, 16, 32, 64]);
+    for threads in counts {
         let mut ours_run = || mixed_ours(url, threads, dur, keys);
         let mut theirs_run = || mixed_theirs(url, threads, dur, keys);
         let results: Vec<Vec<Rate>> = interleave(rounds, &mut [&mut ours_run, &mut theirs_run]);
         let rate = |rs: &[Rate]| median(&rs.iter().map(Rate::per_sec).collect::<Vec<_>>());
+        let cpu = |rs: &[Rate]| median(&rs.iter().map(Rate::cpu_per_call).collect::<Vec<_>>());
         let (a, b) = (rate(&results[0]), rate(&results[1]));
+        let (ca, cb) = (cpu(&results[0]), cpu(&results[1]));
         errors.0 += results[0].iter().map(|r| r.errors).sum::<u64>();
         errors.1 += results[1].iter().map(|r| r.errors).sum::<u64>();
+        let n = plan.pick(200_000, 20_000);
+        let plain = server::redis_benchmark_get(server.port, threads, 1, n);
+        let piped = server::redis_benchmark_get(server.port, threads, 16, n * 8);
         cells.push(vec![
             threads.to_string(),
             report::rate(a),
             report::rate(b),
             format!("{:.2}", a / b),
+            format!("{:.1} µs", ca / 1000.0),
+            format!("{:.1} µs", cb / 1000.0),
+            format!("{:.2}", ca / cb),
+            report::rate(plain),
+            report::rate(piped),
         ]);
     }
     notes.push(format!(
-        "threads: GET/SET 50/50 on 32 B, median of {rounds} × {:.1} s windows per point{}",
+        "threads: GET/SET 50/50 on 32 B, median of {rounds} × {:.1} s windows per point; \
+         CPU = user + system time of the whole bench process over the window (callers and \
+         the client's own threads), per completed call{}",
         dur.as_secs_f64(),
         errors_text(errors.0, errors.1)
     ));
     format!(
-        "Throughput by thread count (ours: one shared Client; redis-rs: one connection per thread):\n{}",
-        report::table(&["threads", "ours", "redis-rs", "ratio"], &cells)
+        "Throughput and CPU per call by thread count (ours: one shared Client; redis-rs: \
+         one connection per thread; redis-benchmark GET, -c threads):\n{}",
+        report::table(
+            &[
+                "threads",
+                "ours",
+                "redis-rs",
+                "ratio",
+                "ours CPU/call",
+                "redis-rs CPU/call",
+                "CPU ratio",
+                "r-b -P 1",
+                "r-b -P 16",
+            ],
+            &cells
+        )
     )
 }
 
