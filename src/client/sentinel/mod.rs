@@ -94,6 +94,7 @@ fn config_for(
         readonly: false,
         breaker: None,
         dial: Arc::new(Dial::default()),
+        census: None,
     })
 }
 
