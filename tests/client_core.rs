@@ -469,9 +469,10 @@ fn a_rotated_password_is_used_by_every_reconnect_without_a_restart() {
 /// Short-lived tokens: every 2 s a new token (here an ACL user of its own) is issued,
 /// the provider hands it out, and the previous one is deleted, which makes the server
 /// drop any connection still authenticated with it. Live connections re-authenticate
-/// in place before that: 0 failed calls and not one connection closed.
+/// in place before that: 0 failed calls and not one connection closed. The old token
+/// is deleted only once the client says every connection is past it
+/// (`ClientEvent::Reauthenticated`), as a user revoking tokens would do.
 #[test]
-#[ignore = "flaky (1 of about 5 runs): the test deletes the old token once the interactive connection re-authenticated, and the subscription connection, re-authenticated after it, can still be on the old one; waiting for the whole round is not yet observable"]
 fn renewed_tokens_re_authenticate_live_connections_without_closing_them() {
     use resilient_redis::config::{Credentials, RotatingCredentials};
     use std::sync::atomic::Ordering;
@@ -495,21 +496,21 @@ fn renewed_tokens_re_authenticate_live_connections_without_closing_them() {
     )
     .unwrap();
     let events = client.events();
+    let rounds = client.events();
     let sub = client.subscriber();
     let news = sub.subscribe("news").unwrap();
     let db = client.database();
     let writers = Writers::start(&db, "tok");
     let calls = writers.calls.clone();
-    for n in 1..=4 {
+    assert_eq!(client.credentials_generation(), Some(0));
+    for n in 1..=4u32 {
         thread::sleep(Duration::from_secs(2)); // the token's life
         tokens.set(issue(n));
-        // Renewed ahead of the old one's end: wait until the client says who it is now.
-        let me = format!("tok-{n}");
-        assert!(wait_until(Duration::from_secs(5), || db
-            .cmd("ACL")
-            .arg("WHOAMI")
-            .query::<String>()
-            .is_ok_and(|who| who == me)));
+        // Renewed ahead of the old one's end: revoked once no connection uses it.
+        let done = wait_for_round(&rounds, u64::from(n), Duration::from_secs(5));
+        assert!(done.is_some(), "round {n} not reported");
+        assert!(done.is_some_and(|connections| connections >= 2), "{done:?}");
+        assert_eq!(client.credentials_generation(), Some(u64::from(n)));
         let old = format!("tok-{}", n - 1);
         acl(&["DELUSER", &old]); // the server drops connections still using it
     }
@@ -537,6 +538,119 @@ fn renewed_tokens_re_authenticate_live_connections_without_closing_them() {
         news.recv_timeout(Duration::from_secs(5)).unwrap().payload,
         b"still here"
     );
+}
+
+/// RESP2: the subscription connection cannot take `AUTH` while subscribed, so the
+/// round replaces it (opened with the new token first); a blocking call in progress
+/// keeps its dedicated connection, and the round waits for it to come back. Deleting
+/// the old token once the round is reported closes nothing.
+#[test]
+fn a_round_covers_resp2_subscriptions_and_blocking_connections_before_it_is_reported() {
+    use resilient_redis::config::{Credentials, RotatingCredentials};
+    use std::sync::Arc;
+    let Some(server) = RedisServer::start() else {
+        return;
+    };
+    let admin = Client::connect(server.url().as_str()).unwrap().database();
+    let acl = |args: &[&str]| admin.cmd("ACL").arg(args).exec().unwrap();
+    let issue = |n: u32| {
+        let (user, pw) = (format!("r2-{n}"), format!(">secret-{n}"));
+        acl(&["SETUSER", &user, "on", &pw, "~*", "&*", "+@all"]);
+        Credentials::user(user, format!("secret-{n}"))
+    };
+    let tokens = RotatingCredentials::new(issue(0));
+    let client = Client::connect(
+        Options::builder()
+            .endpoint(&server.addr())
+            .protocol(Protocol::Resp2)
+            .credentials(Arc::new(tokens.clone()))
+            .build(),
+    )
+    .unwrap();
+    let events = client.events();
+    let rounds = client.events();
+    let sub = client.subscriber();
+    let news = sub.subscribe("news").unwrap();
+    let db = client.database();
+    // A blocking call in progress on a dedicated connection authenticated with token 0.
+    let blocked = {
+        let db = db.clone();
+        thread::spawn(move || {
+            db.blpop::<Option<(String, String)>>("r2-list", Duration::from_secs(3))
+        })
+    };
+    assert!(wait_until(Duration::from_secs(5), || admin
+        .cmd("CLIENT")
+        .arg(["LIST", "TYPE", "normal"])
+        .query::<String>()
+        .is_ok_and(|list| list.contains("cmd=blpop"))));
+    tokens.set(issue(1));
+    // The interactive and subscription connections move at once; the blocked one
+    // holds the round until its call returns (3 s).
+    let on_old = || who_uses(&admin, "r2-0");
+    assert!(wait_until(Duration::from_secs(5), || on_old() == 1));
+    assert_eq!(client.credentials_generation(), Some(0));
+    assert_eq!(blocked.join().unwrap().unwrap(), None);
+    let done = wait_for_round(&rounds, 1, Duration::from_secs(5));
+    assert!(
+        done.is_some(),
+        "the round is reported once the call returned"
+    );
+    assert!(wait_until(Duration::from_secs(5), || on_old() == 0));
+    acl(&["DELUSER", "r2-0"]);
+    db.set("r2-k", "v").unwrap();
+    let popped = db.blpop::<Option<(String, String)>>("r2-list", Duration::from_millis(100));
+    assert_eq!(popped.unwrap(), None);
+    assert!(wait_until(Duration::from_secs(5), || sub
+        .publish("news", "still here")
+        .is_ok_and(|n| n == 1)));
+    assert_eq!(
+        news.recv_timeout(Duration::from_secs(5)).unwrap().payload,
+        b"still here"
+    );
+    let dropped: Vec<ClientEvent> = events
+        .try_iter()
+        .filter(|e| {
+            matches!(
+                e,
+                ClientEvent::ConnectionFailed { .. } | ClientEvent::ReauthenticationFailed { .. }
+            )
+        })
+        .collect();
+    assert!(dropped.is_empty(), "{dropped:?}");
+}
+
+/// Waits for `ClientEvent::Reauthenticated` at `generation` or later; its connection
+/// count.
+fn wait_for_round(
+    events: &crossbeam_channel::Receiver<ClientEvent>,
+    generation: u64,
+    within: Duration,
+) -> Option<usize> {
+    let deadline = Instant::now() + within;
+    while let Ok(event) = events.recv_deadline(deadline) {
+        if let ClientEvent::Reauthenticated {
+            generation: g,
+            connections,
+        } = event
+        {
+            if g >= generation {
+                return Some(connections);
+            }
+        }
+    }
+    None
+}
+
+/// How many connections the server has authenticated as `user`.
+fn who_uses(admin: &Database, user: &str) -> usize {
+    let list: String = admin
+        .cmd("CLIENT")
+        .arg(["LIST"])
+        .query()
+        .unwrap_or_default();
+    let needle = format!(" user={user} ");
+    list.lines().filter(|l| l.contains(&needle)).count()
 }
 
 /// A subscription the server refuses says why at once (`NOPERM` for a user without

@@ -474,16 +474,21 @@ fn the_fake_expires_credentials_and_a_renewing_provider_keeps_its_connection() {
         Client::connect(format!("{},user=app,password=token-1", server.addr()).as_str()).unwrap();
     let stale_events = stale.events();
     renewing.database().set("k", "v").unwrap();
-    let auths = server.commands_received("AUTH");
     server.set_password("app", "token-2");
     tokens.set(Credentials::user("app", "token-2"));
-    assert!(
-        server.wait_for(
-            |s| s.commands_received("AUTH") > auths,
-            Duration::from_secs(5)
-        ),
-        "the live connection re-authenticated"
-    );
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let mut reported = false;
+    while let Ok(event) = events.recv_deadline(deadline) {
+        match event {
+            ClientEvent::Reauthenticated { generation: 1, .. } => {
+                reported = true;
+                break;
+            }
+            ClientEvent::ConnectionFailed { .. } => panic!("a connection was closed"),
+            _ => {}
+        }
+    }
+    assert!(reported, "the live connection re-authenticated");
     assert_eq!(
         server.expire_credentials("app"),
         1,
@@ -494,6 +499,63 @@ fn the_fake_expires_credentials_and_a_renewing_provider_keeps_its_connection() {
         Ok(ClientEvent::ConnectionFailed { .. })
     ));
     assert_eq!(renewing.database().get::<String>("k").unwrap(), "v");
+    assert!(!events
+        .try_iter()
+        .any(|e| matches!(e, ClientEvent::ConnectionFailed { .. })));
+}
+
+/// A round is reported only once every connection of the client holds the new
+/// credentials: the interactive one, the (RESP3) subscription one, the idle blocking
+/// one. Expiring the old password then closes none of them.
+#[test]
+fn a_reauthentication_round_is_reported_once_every_connection_holds_the_new_credentials() {
+    use resilient_redis::config::{Credentials, RotatingCredentials};
+    use resilient_redis::{ClientEvent, Options};
+    use std::sync::Arc;
+    let server = FakeServer::builder()
+        .user("app", "token-1")
+        .start()
+        .unwrap();
+    let tokens = RotatingCredentials::new(Credentials::user("app", "token-1"));
+    let mut options = Options::default();
+    options.endpoints = vec![resilient_redis::Endpoint::new("127.0.0.1", server.port())];
+    options.credentials = Some(Arc::new(tokens.clone()));
+    let client = Client::connect(options).unwrap();
+    let events = client.events();
+    let sub = client.subscriber();
+    let news = sub.subscribe("news").unwrap();
+    let db = client.database();
+    // Leaves an idle dedicated connection in the pool.
+    let popped = db.blpop::<Option<(String, String)>>("empty", Duration::from_millis(50));
+    assert_eq!(popped.unwrap(), None);
+    assert_eq!(client.credentials_generation(), Some(0));
+    server.set_password("app", "token-2");
+    tokens.set(Credentials::user("app", "token-2"));
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let mut reported = None;
+    while let Ok(event) = events.recv_deadline(deadline) {
+        match event {
+            ClientEvent::Reauthenticated {
+                generation,
+                connections,
+            } => {
+                reported = Some((generation, connections));
+                break;
+            }
+            ClientEvent::ConnectionFailed { .. } => panic!("a connection was closed"),
+            _ => {}
+        }
+    }
+    // Interactive and subscription re-authenticated; the idle blocking one was closed.
+    assert_eq!(reported, Some((1, 2)));
+    assert_eq!(client.credentials_generation(), Some(1));
+    assert_eq!(server.expire_credentials("app"), 0);
+    assert_eq!(sub.publish("news", "after").unwrap(), 1);
+    assert_eq!(
+        news.recv_timeout(Duration::from_secs(5)).unwrap().payload,
+        b"after"
+    );
+    db.set("k", "v").unwrap();
     assert!(!events
         .try_iter()
         .any(|e| matches!(e, ClientEvent::ConnectionFailed { .. })));

@@ -29,6 +29,9 @@ struct PoolState {
     /// points at the address being retired, so it is closed when given back instead
     /// of being leased again.
     generation: u64,
+    /// Connections authenticated with an older credentials generation are closed
+    /// rather than leased again (see [`BlockingPool::retire_credentials_before`]).
+    min_auth: u64,
 }
 
 pub(crate) struct BlockingPool {
@@ -52,6 +55,7 @@ impl BlockingPool {
                 in_use: Vec::new(),
                 leased: 0,
                 generation: 0,
+                min_auth: 0,
             }),
             released: Condvar::new(),
             closed: AtomicBool::new(false),
@@ -159,7 +163,8 @@ impl BlockingPool {
     fn give_back(&self, conn: Arc<Connection>) {
         let mut st = self.state.lock();
         st.leased -= 1;
-        let current = take_in_use(&mut st, &conn) == Some(st.generation);
+        let current = take_in_use(&mut st, &conn) == Some(st.generation)
+            && conn.auth_generation().is_none_or(|g| g >= st.min_auth);
         if self.closed.load(Ordering::Acquire) || conn.is_closed() || !current {
             drop(st);
             finish(conn, FailureKind::ClosedByClient);
@@ -214,6 +219,40 @@ impl BlockingPool {
             finish(conn, FailureKind::MaintenanceHandoff);
         }
         closed
+    }
+
+    /// Credentials of `generation` replaced older ones: idle connections on older ones
+    /// are closed now (they take the new ones by being opened afresh, as `AUTH` on a
+    /// connection a caller may lease meanwhile could land inside its transaction), and
+    /// leased ones when given back. A call blocked on one is left to finish, as for a
+    /// handoff. Returns how many idle connections were closed.
+    pub(crate) fn retire_credentials_before(&self, generation: u64) -> usize {
+        let stale: Vec<Arc<Connection>> = {
+            let mut st = self.state.lock();
+            st.min_auth = st.min_auth.max(generation);
+            let (stale, keep) = std::mem::take(&mut st.idle)
+                .into_iter()
+                .partition(|c| c.auth_generation().is_some_and(|g| g < generation));
+            st.idle = keep;
+            stale
+        };
+        let closed = stale.len();
+        for conn in stale {
+            finish(conn, FailureKind::ClosedByClient);
+        }
+        closed
+    }
+
+    /// Whether the pool holds a connection on credentials older than `generation`
+    /// that no round has dealt with yet (idle, or leased and not yet marked to close).
+    pub(crate) fn holds_credentials_before(&self, generation: u64) -> bool {
+        let st = self.state.lock();
+        st.min_auth < generation
+            && st
+                .idle
+                .iter()
+                .chain(st.in_use.iter().map(|(c, _)| c))
+                .any(|c| c.auth_generation().is_some_and(|g| g < generation))
     }
 
     /// Dedicated connections idle in the pool (tests and status).

@@ -222,6 +222,7 @@ impl Deployment {
             readonly: self.options.replica_reads && self.cluster().is_some(),
             breaker: self.breaker.clone(),
             dial: Arc::new(Dial::default()),
+            census: Some(self.reauth.census.clone()),
         };
         let registry = self.registry.clone();
         let pubsub_config = ConnectionConfig {

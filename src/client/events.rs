@@ -53,11 +53,27 @@ pub enum ClientEvent {
     },
     /// Re-authenticating a live connection with renewed credentials failed (the
     /// connection keeps the credentials it had; the server decides when those end).
+    /// Tried again with back-off (`reconnectMin` doubling up to `reconnectMax`) until
+    /// it succeeds or the provider's generation moves again.
     ReauthenticationFailed {
         /// The server.
         endpoint: Endpoint,
         /// Why, classified (never the secret).
         error: Error,
+    },
+    /// Every open connection of the client (interactive, subscription and blocking
+    /// connections, on every node, those being dialled or drained included) now holds
+    /// the credentials of `generation` (see
+    /// [`CredentialsProvider::generation`](crate::config::CredentialsProvider::generation))
+    /// or newer, re-authenticated in place or opened afresh: nothing the client holds
+    /// uses older credentials, so they may be revoked now. Raised once per generation
+    /// reached (when several changes land within one round, for the newest only); see
+    /// also [`Client::credentials_generation`](crate::Client::credentials_generation).
+    Reauthenticated {
+        /// The provider generation every open connection is on, at least.
+        generation: u64,
+        /// How many connections were open (or being opened) then.
+        connections: usize,
     },
 }
 

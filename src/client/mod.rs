@@ -250,6 +250,23 @@ impl Client {
         self.handle.inner.deployment.events.subscribe()
     }
 
+    /// The credentials generation (see
+    /// [`CredentialsProvider::generation`](crate::config::CredentialsProvider::generation))
+    /// every open connection of this client is on at least: interactive, subscription
+    /// and blocking connections on every node, counted from before they dial until they
+    /// close, so one being dialled or drained with older credentials holds it back.
+    /// Once it reaches the generation a rotation moved to, no connection uses older
+    /// credentials and they may be revoked (the moment is also raised as
+    /// [`ClientEvent::Reauthenticated`]). Never ahead of the provider; `None` without a
+    /// provider ([`Options::credentials`]).
+    ///
+    /// A call blocked on a dedicated connection (`BLPOP`, `XREAD BLOCK`) keeps its
+    /// connection, and so its credentials, until it returns: with a block time of `0`
+    /// the generation does not move until then.
+    pub fn credentials_generation(&self) -> Option<u64> {
+        reauth::floor(&self.handle.inner.deployment).map(|(generation, _)| generation)
+    }
+
     /// The options in force: the ones given, with the defaults of their provider (see
     /// [`Options::provider`]) filled in where nothing was set. Their `Display` still
     /// writes none of the provider's values.

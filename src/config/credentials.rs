@@ -78,11 +78,18 @@ pub trait CredentialsProvider: Send + Sync + fmt::Debug {
     /// The credentials to authenticate with now.
     fn credentials(&self) -> Result<Credentials>;
 
-    /// A number that moves whenever the credentials change (a token renewed, a password
+    /// A number that grows whenever the credentials change (a token renewed, a password
     /// rotated): when it does, every live connection re-authenticates in place (`AUTH`
     /// through its own queue, so it never interleaves with a caller's command), before
     /// the old credentials stop being accepted. `0` forever (the default): connections
     /// keep the credentials they opened with.
+    ///
+    /// It must never go back, and must not move before [`credentials`](Self::credentials)
+    /// returns the new credentials (the client reads it first, and counts a connection
+    /// under the generation it read). Once every connection of a client is on it,
+    /// [`ClientEvent::Reauthenticated`](crate::ClientEvent::Reauthenticated) is raised
+    /// and [`Client::credentials_generation`](crate::Client::credentials_generation)
+    /// returns it: the old credentials may then be revoked.
     fn generation(&self) -> u64 {
         0
     }

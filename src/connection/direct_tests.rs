@@ -47,6 +47,7 @@ fn config(
         readonly: false,
         breaker: None,
         dial: Arc::new(Dial::default()),
+        census: None,
     }
 }
 

@@ -15,6 +15,7 @@
 //! writer thread; let a late reply reach another caller; lose a waiter (every pending
 //! entry ends completed, failed or abandoned).
 
+pub(crate) mod census;
 mod handshake;
 mod reader;
 pub(crate) mod slot;
@@ -67,6 +68,9 @@ pub(crate) struct ConnectionConfig {
     pub breaker: Option<Arc<dyn BreakerPolicy>>,
     /// Where the node's connections dial (a handoff may redirect or retire addresses).
     pub dial: Arc<transport::Dial>,
+    /// Counts the connection under the credentials generation it authenticates with
+    /// (every connection of a deployment; none for sentinels, which have their own).
+    pub census: Option<Arc<census::AuthCensus>>,
 }
 
 /// Identity of a connection, handed to hooks.
@@ -147,6 +151,8 @@ pub(crate) struct Shared {
     on_failure: Option<FailureHandler>,
     subscriber: bool,
     breaker: Option<Box<dyn Accumulator>>,
+    /// The credentials generation it is on (see `census`).
+    auth: Option<census::Enrolled>,
 }
 
 /// A live connection. Cheap to share behind an `Arc`; closing it ends both threads.
@@ -170,6 +176,13 @@ impl Connection {
     }
 
     fn open_via(cfg: &ConnectionConfig, to: Option<SocketAddr>) -> Result<Connection> {
+        // Before the handshake asks the provider for credentials: counted from now
+        // under a generation no newer than theirs, so a census taken while this one
+        // dials never misses it (it leaves again if the dial fails).
+        let auth = cfg
+            .census
+            .as_ref()
+            .map(|c| c.enroll(cfg.options.credentials.as_ref()));
         let endpoint_text = cfg.endpoint.to_string();
         let deadline = deadline_after(Instant::now(), cfg.options.connect_timeout);
         let with_endpoint = |e: Error| e.with_endpoint(endpoint_text.clone());
@@ -255,6 +268,7 @@ impl Connection {
                 accumulator.reset();
                 accumulator
             }),
+            auth,
         });
         for push in hs.early_pushes {
             shared.dispatch_push(push);
@@ -487,6 +501,22 @@ impl Connection {
         &self.shared.info
     }
 
+    /// The credentials generation this connection authenticated with (`None` when it
+    /// is not counted, or closed).
+    pub(crate) fn auth_generation(&self) -> Option<u64> {
+        self.shared
+            .auth
+            .as_ref()
+            .and_then(census::Enrolled::generation)
+    }
+
+    /// The connection re-authenticated with the credentials of `generation`.
+    pub(crate) fn reauthenticated(&self, generation: u64) {
+        if let Some(auth) = &self.shared.auth {
+            auth.advance(generation);
+        }
+    }
+
     /// Whether this connection opted in to maintenance notifications.
     pub(crate) fn maint_notifications(&self) -> bool {
         self.shared.info.maint_notifications
@@ -666,6 +696,10 @@ impl Shared {
         self.out.lock().closed = true;
         self.writer_wake.notify_all();
         self.shutdown.shutdown();
+        // The socket is shut: the server no longer sees these credentials in use.
+        if let Some(auth) = &self.auth {
+            auth.leave();
+        }
         let error = error
             .with_endpoint(self.endpoint_text.clone())
             .with_failure(kind)

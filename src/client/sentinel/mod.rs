@@ -59,6 +59,9 @@ pub(crate) fn sentinel_options(options: &Options) -> Options {
     let mut o = options.clone();
     o.user = options.sentinel_user.clone();
     o.password = options.sentinel_password.clone();
+    // The provider is the data nodes' (it takes the place of `user`/`password`, not
+    // of `sentinelUser`/`sentinelPassword`); the handshake would otherwise prefer it.
+    o.credentials = None;
     o.database = 0;
     o.protocol = Some(Protocol::Resp2);
     o.maint_notifications = MaintNotifications::Disabled;
@@ -94,6 +97,7 @@ fn config_for(
         readonly: false,
         breaker: None,
         dial: Arc::new(Dial::default()),
+        census: None,
     })
 }
 
@@ -455,5 +459,19 @@ mod tests {
                 "{answer} after {secs} s"
             );
         }
+    }
+
+    #[test]
+    fn sentinels_use_their_own_credentials_never_the_data_nodes_provider() {
+        use crate::config::{Credentials, RotatingCredentials};
+        let provider = RotatingCredentials::new(Credentials::user("app", "token"));
+        let o = Options {
+            credentials: Some(Arc::new(provider)),
+            sentinel_user: Some("watch".to_string()),
+            ..Options::default()
+        };
+        let s = sentinel_options(&o);
+        assert!(s.credentials.is_none());
+        assert_eq!(s.user.as_deref(), Some("watch"));
     }
 }
