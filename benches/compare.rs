@@ -211,6 +211,7 @@ fn profile() {
     let rate = match (side, mixed) {
         ("ours", true) => mixed_ours(&url, threads, dur, &keys),
         ("theirs", true) => mixed_theirs(&url, threads, dur, &keys),
+        ("split", true) => workloads::mixed_split(&url, threads, dur, &keys),
         ("ours", false) => workloads::gets_ours(&url, threads, dur, &keys),
         ("theirs", false) => workloads::gets_theirs(&url, threads, dur, &keys),
         _ => panic!("{usage}"),

@@ -104,6 +104,24 @@ fn tls_with_a_trusted_ca_works_and_verification_is_on_by_default() {
         .database();
     db.set("tls:k", "v").unwrap();
     assert_eq!(db.get::<String>("tls:k").unwrap(), "v");
+    // Sequential calls (a caller alone reads, and polls, its own replies over TLS),
+    // then several threads at once (the reader thread reads): every reply its own.
+    for i in 0..300 {
+        db.set(format!("tls:seq:{i}"), i).unwrap();
+        assert_eq!(db.get::<i64>(format!("tls:seq:{i}")).unwrap(), i);
+    }
+    std::thread::scope(|s| {
+        for t in 0..4 {
+            let db = db.clone();
+            s.spawn(move || {
+                for i in 0..200 {
+                    let key = format!("tls:par:{t}:{i}");
+                    db.set(&key, i).unwrap();
+                    assert_eq!(db.get::<i64>(&key).unwrap(), i);
+                }
+            });
+        }
+    });
 
     // Public roots only: our CA is unknown, so the handshake must fail.
     let err = Client::connect(options(server.port, TlsOptions::default())).unwrap_err();

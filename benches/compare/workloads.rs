@@ -106,7 +106,12 @@ pub fn process_cpu() -> Duration {
     };
     let fields: Vec<&str> = rest.split_whitespace().collect();
     // utime and stime are fields 14 and 15 of the whole line: 12 and 13 after ')'.
-    let ticks = |i: usize| fields.get(i).and_then(|f| f.parse::<u64>().ok()).unwrap_or(0);
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|f| f.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
     let ticks_per_sec = 100; // USER_HZ on Linux
     Duration::from_nanos((ticks(11) + ticks(12)) * (1_000_000_000 / ticks_per_sec))
 }
@@ -121,6 +126,14 @@ pub fn mixed_ours(url: &str, threads: usize, dur: Duration, keys: &Keys) -> Rate
     let rate = run_mixed(states, dur, keys, |db, k, set| ours_op(db, k, set, len));
     client.close();
     rate
+}
+
+/// Experiment: a `Client` per thread (each caller alone on its connection).
+pub fn mixed_split(url: &str, threads: usize, dur: Duration, keys: &Keys) -> Rate {
+    let clients: Vec<Client> = (0..threads).map(|_| ours_client(url)).collect();
+    let states: Vec<Database> = clients.iter().map(|c| c.database()).collect();
+    let len = keys.value.len();
+    run_mixed(states, dur, keys, |db, k, set| ours_op(db, k, set, len))
 }
 
 /// `threads` threads each with its own redis-rs `Connection`, GET/SET 50/50 for `dur`.

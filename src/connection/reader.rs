@@ -10,7 +10,7 @@
 use std::io;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use super::slot::Outcome;
 use super::transport::{Polling, ReadHalf};
@@ -29,6 +29,8 @@ pub(crate) struct ReadState {
     pub(super) lone_streak: u32,
     /// Whether the socket has the short read timeout direct readers need.
     pub(super) ticking: bool,
+    /// Whether direct readers poll before blocking.
+    poll_gate: PollGate,
 }
 
 impl ReadState {
@@ -39,6 +41,7 @@ impl ReadState {
             partial: Vec::new(),
             lone_streak: 0,
             ticking: false,
+            poll_gate: PollGate::default(),
         }
     }
 
@@ -92,8 +95,11 @@ pub(super) fn drain(shared: &Shared, rs: &mut ReadState) -> bool {
 
 /// How one socket read ended.
 pub(super) enum Read {
-    /// Bytes arrived (or the read timed out: a direct reader's tick).
+    /// Bytes arrived.
     Progress,
+    /// Nothing yet: a poll found nothing, or the read timed out (a direct reader's
+    /// tick).
+    Idle,
     /// The connection failed; every waiter has been told.
     Failed,
 }
@@ -128,7 +134,7 @@ pub(super) fn read_once(shared: &Shared, rs: &mut ReadState, poll: bool) -> Read
                 io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
             ) =>
         {
-            Read::Progress
+            Read::Idle
         }
         Err(e) => {
             shared.fail(FailureKind::SocketFailure, e.into());
@@ -183,7 +189,55 @@ fn handle(shared: &Shared, rs: &mut ReadState, frame: Value) -> bool {
 }
 
 /// How long a direct reader polls before blocking: about two loopback round trips.
-const POLL_FOR: std::time::Duration = std::time::Duration::from_micros(40);
+const POLL_FOR: Duration = Duration::from_micros(40);
+/// The pause between two polls.
+const POLL_GAP: Duration = Duration::from_micros(4);
+
+/// Spins for `d` without a system call.
+fn pause(d: Duration) {
+    let until = Instant::now() + d;
+    while Instant::now() < until {
+        std::hint::spin_loop();
+    }
+}
+
+/// Whether polling pays on this connection now: it does while replies come back
+/// within the poll window (a quiet machine: the reader never sleeps, so no wake-up);
+/// after `MISSES_TO_STOP` misses in a row (the server or the machine is busy: every
+/// poll is a wasted `recv`, and the spinning takes the core the server needs) the
+/// reader blocks at once for the next `SKIP_AFTER_MISSES` reads, then tries again.
+#[derive(Default)]
+pub(crate) struct PollGate {
+    misses: u32,
+    skip: u32,
+}
+
+const MISSES_TO_STOP: u32 = 3;
+const SKIP_AFTER_MISSES: u32 = 64;
+
+impl PollGate {
+    /// Whether this read polls (counts down a pause in polling).
+    fn allows(&mut self) -> bool {
+        if self.skip > 0 {
+            self.skip -= 1;
+            return false;
+        }
+        true
+    }
+
+    /// Whether the reply came while polling.
+    fn record(&mut self, hit: bool) {
+        if hit {
+            self.misses = 0;
+            return;
+        }
+        self.misses += 1;
+        if self.misses >= MISSES_TO_STOP {
+            self.misses = 0;
+            self.skip = SKIP_AFTER_MISSES;
+        }
+    }
+}
 
 /// The reader thread: reads while it holds the token; stands down when a caller
 /// alone on the connection is about to read its own reply; takes the token back when
@@ -228,16 +282,29 @@ pub(super) fn direct(
     mut deadline: impl FnMut() -> Instant,
 ) {
     let mut rs = shared.reading.lock();
-    let poll_until = rs.read.can_poll().then(|| Instant::now() + POLL_FOR);
+    let started = Instant::now();
+    let poll_until = (rs.read.can_poll() && rs.poll_gate.allows()).then(|| started + POLL_FOR);
+    let mut answered_while_polling = false;
     loop {
         let now = Instant::now();
-        if !drain(shared, &mut rs) || done() || now >= deadline() {
+        if !drain(shared, &mut rs) || now >= deadline() {
             break;
         }
-        let poll = poll_until.is_some_and(|until| now < until);
-        if let Read::Failed = read_once(shared, &mut rs, poll) {
+        let polling = poll_until.is_some_and(|until| now < until);
+        if done() {
+            answered_while_polling = polling;
             break;
         }
+        match read_once(shared, &mut rs, polling) {
+            Read::Failed => break,
+            // Nothing yet: a short pause before the next look (a `recv` costs more
+            // than the pause, and the reply needs the server's time anyway).
+            Read::Idle if polling => pause(POLL_GAP),
+            Read::Idle | Read::Progress => {}
+        }
+    }
+    if poll_until.is_some() {
+        rs.poll_gate.record(answered_while_polling);
     }
     let mut pending = shared.pending.lock();
     pending.direct_active = false;
@@ -248,4 +315,27 @@ pub(super) fn direct(
     }
     drop(pending);
     drop(rs);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::PollGate;
+
+    #[test]
+    fn polling_stops_after_misses_in_a_row_and_is_tried_again_later() {
+        let mut gate = PollGate::default();
+        // (reply came while polling, polls next time)
+        let table = [(false, true), (true, true), (false, true), (false, true)];
+        for (hit, polls_next) in table {
+            assert!(gate.allows());
+            gate.record(hit);
+            assert_eq!(gate.skip == 0, polls_next);
+        }
+        assert!(gate.allows());
+        gate.record(false); // the third miss in a row
+        for _ in 0..super::SKIP_AFTER_MISSES {
+            assert!(!gate.allows(), "polls while paused");
+        }
+        assert!(gate.allows(), "tried again after the pause");
+    }
 }

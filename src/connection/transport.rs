@@ -242,10 +242,9 @@ impl Read for Polling<'_> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         match self.0 {
             #[cfg(unix)]
-            ReadHalf::Plain(s) => rustix::net::recv(&*s, buf, rustix::net::RecvFlags::DONTWAIT)
-                .map(|(n, _)| n)
-                .map_err(io::Error::from),
-            // Polling TLS would need the record layer's state too: such readers block.
+            ReadHalf::Plain(s) => recv_now(s, buf),
+            ReadHalf::Tls(t) => t.read_with(buf, true),
+            #[cfg(not(unix))]
             _ => Err(io::ErrorKind::WouldBlock.into()),
         }
     }
@@ -254,7 +253,7 @@ impl Read for Polling<'_> {
 impl ReadHalf {
     /// Whether `Polling` can look at the socket without blocking.
     pub(crate) fn can_poll(&self) -> bool {
-        cfg!(unix) && matches!(self, ReadHalf::Plain(_))
+        cfg!(unix)
     }
 }
 
@@ -262,13 +261,25 @@ impl Read for ReadHalf {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         match self {
             ReadHalf::Plain(s) => s.read(buf),
-            ReadHalf::Tls(t) => t.read(buf),
+            ReadHalf::Tls(t) => t.read_with(buf, false),
         }
     }
 }
 
+/// One `recv` that does not wait: `WouldBlock` when nothing is there.
+#[cfg(unix)]
+fn recv_now(s: &TcpStream, buf: &mut [u8]) -> io::Result<usize> {
+    rustix::net::recv(s, buf, rustix::net::RecvFlags::DONTWAIT)
+        .map(|(n, _)| n)
+        .map_err(io::Error::from)
+}
+
 impl TlsReader {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+    /// Plaintext from the record layer, reading the socket when it has none; with
+    /// `poll` that socket read does not wait (`WouldBlock`), so a direct reader can poll
+    /// a TLS connection as it polls a plain one (the record layer keeps partial
+    /// records between calls).
+    fn read_with(&mut self, buf: &mut [u8], poll: bool) -> io::Result<usize> {
         loop {
             {
                 let mut conn = self.shared.conn.lock();
@@ -293,7 +304,18 @@ impl TlsReader {
                     continue;
                 }
             }
-            let n = self.socket_in.read(&mut self.raw)?;
+            let n = if poll {
+                #[cfg(unix)]
+                {
+                    recv_now(&self.socket_in, &mut self.raw)?
+                }
+                #[cfg(not(unix))]
+                {
+                    return Err(io::ErrorKind::WouldBlock.into());
+                }
+            } else {
+                self.socket_in.read(&mut self.raw)?
+            };
             if n == 0 {
                 return Ok(0);
             }
