@@ -33,7 +33,7 @@ pub use status::{ClientStatus, NodeStatus};
 use crate::commands::Database;
 use crate::config::{Endpoint, Options};
 use crate::connection::slot::Outcome;
-use crate::connection::Connection;
+use crate::connection::{Connection, Deadline};
 use crate::error::{Error, ErrorKind, Result};
 use crate::pubsub::Subscriber;
 use crate::resp::{write_arg, write_command_header, Value};
@@ -547,7 +547,7 @@ pub(crate) fn detect_cluster(deployment: &Deployment) {
             write_arg(&mut frame, b"INFO");
             write_arg(&mut frame, b"cluster");
             let timeout = deployment.options.command_timeout;
-            match conn.request(&frame, 1, timeout, false) {
+            match conn.request(&frame, 1, Deadline::after(timeout), false) {
                 Ok(Outcome::One(Value::BulkString(info))) => {
                     String::from_utf8_lossy(&info).contains("cluster_enabled:1")
                 }

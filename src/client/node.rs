@@ -8,7 +8,7 @@
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use parking_lot::{Condvar, Mutex};
 
@@ -18,7 +18,7 @@ use super::handoff::NodeHandoff;
 use super::link::{why_disconnected, Link};
 use crate::config::{BacklogPolicy, Endpoint};
 use crate::connection::slot::Outcome;
-use crate::connection::{deadline_after, Connection, ConnectionConfig, RequestError};
+use crate::connection::{Connection, ConnectionConfig, Deadline, RequestError};
 use crate::error::{Error, ErrorKind, FailureKind, Result};
 use crate::pubsub::{Key, MessageKind};
 use crate::resp::{write_arg, write_command_header};
@@ -147,10 +147,16 @@ impl Node {
         &self,
         frame: &[u8],
         replies: usize,
-        timeout: Duration,
+        deadline: Deadline,
         caller_work: bool,
     ) -> Result<Outcome> {
-        self.request_while(frame, replies, timeout, caller_work, &|| true)
+        self.request_while(frame, replies, deadline, caller_work, &|| true)
+    }
+
+    /// The call's deadline as it applies on this server now (relaxed from the call's
+    /// start while a maintenance window is in force here).
+    pub(crate) fn deadline_at(&self, deadline: &Deadline) -> Instant {
+        deadline.on(&self.interactive.config.timeouts)
     }
 
     /// [`Node::request`] for a call that may come to belong elsewhere while it waits
@@ -162,26 +168,31 @@ impl Node {
         &self,
         frame: &[u8],
         replies: usize,
-        timeout: Duration,
+        deadline: Deadline,
         caller_work: bool,
         still_routed: &dyn Fn() -> bool,
     ) -> Result<Outcome> {
-        let start = Instant::now();
-        let deadline = deadline_after(start, timeout);
-        let timeouts = &self.interactive.config.timeouts;
         loop {
             if self.is_closed() {
                 return Err(self.closed_error());
             }
+            if Instant::now() >= self.deadline_at(&deadline) {
+                // Never sent: a request its caller is already told timed out must not
+                // run on the server afterwards.
+                return Err(Error::new(
+                    ErrorKind::Timeout,
+                    format!(
+                        "timed out before the request could be sent ({} ms)",
+                        deadline.start().elapsed().as_millis()
+                    ),
+                )
+                .with_endpoint(self.endpoint.to_string())
+                .with_maintenance(maintenance_in_force(self)));
+            }
             if let Some(conn) = self.current() {
-                // The connection relaxes this itself, re-reading the window as it waits.
-                let left = deadline.saturating_duration_since(Instant::now());
-                match conn.request(
-                    frame,
-                    replies,
-                    left.max(Duration::from_millis(1)),
-                    caller_work,
-                ) {
+                // The same deadline, fixed at the call's start: the connection relaxes
+                // it from there (re-reading the window as it waits), never from now.
+                match conn.request(frame, replies, deadline, caller_work) {
                     Ok(outcome) => return Ok(outcome),
                     Err(RequestError::Failed(e)) => return Err(e),
                     // A handoff replaced it while we were sending (it refuses new
@@ -198,10 +209,7 @@ impl Node {
             }
             // A relaxed window (maintenance) also covers the wait for the reconnect it
             // announced; re-read each turn.
-            self.wait_for_connection(
-                deadline_after(start, timeouts.effective(timeout)),
-                still_routed,
-            )?;
+            self.wait_for_connection(self.deadline_at(&deadline), still_routed)?;
         }
     }
 

@@ -135,7 +135,7 @@ fn reauthenticate(deployment: &Deployment, frame: &[u8], secret: &str) {
 
 fn auth(conn: &Connection, frame: &[u8], timeout: std::time::Duration) -> crate::Result<()> {
     let outcome = conn
-        .request(frame, 1, timeout, false)
+        .request(frame, 1, crate::connection::Deadline::after(timeout), false)
         .map_err(|e| match e {
             crate::connection::RequestError::Failed(e)
             | crate::connection::RequestError::Unsent(e) => e,
