@@ -2487,8 +2487,8 @@ fn chaos_soak() {
 
 // ---------------------------------------------------------------------------------
 // Faults of the wider model on their own, where each is easy to read: a deadline the
-// soak found broken and one found by reading the code (both fixed), and a subscription
-// the soak found silent after a failback (open).
+// soak found broken, one found by reading the code, and a subscription the soak found
+// silent after a failback (all fixed).
 
 /// A caller writing a large value to a server that stopped reading returns by its
 /// deadline. It used to write its own frame with a `write_all` that has no deadline,
@@ -2672,13 +2672,13 @@ fn a_connection_refused_at_maxclients_says_so() {
 }
 
 /// A member whose connections all went half-open is found hung by its interactive
-/// connection, which is replaced; its subscription connection, which carries no calls,
-/// stays half-open until its heartbeat fails (`keepAlive`, 10 s by default, of
-/// silence, plus the heartbeat's timeout). When traffic fails back to the member, what
-/// is published there meanwhile reaches no subscriber. Seen in the soak as a
-/// subscription silent for 5.8 s while its publishes succeeded.
+/// connection, which is replaced. Its subscription connection, which carries no calls,
+/// used to stay half-open until its heartbeat failed (`keepAlive`, 10 s by default, of
+/// silence, plus the heartbeat's timeout): when traffic failed back to the member,
+/// what was published there meanwhile reached no subscriber. Seen in the soak as a
+/// subscription silent for 5.8 s while its publishes succeeded. A server found hung
+/// now has its subscription connection replaced too (`Node::found_hung`).
 #[test]
-#[ignore = "client bug: a member's half-open subscription connection outlives its failed health check and the failback (only stalled interactive connections are closed)"]
 fn a_subscription_on_a_half_open_member_is_recovered_before_traffic_fails_back() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let (Some(s0), Some(s1)) = (RedisServer::start(), RedisServer::start()) else {
@@ -2747,4 +2747,70 @@ fn a_subscription_on_a_half_open_member_is_recovered_before_traffic_fails_back()
         started.elapsed()
     );
     group.close();
+}
+
+/// The same outside a group: a server found hung by the calls on a client's
+/// interactive connection has its subscription connection replaced with it, and the
+/// fresh one carries every subscription again (plain, pattern and sharded), long
+/// before the old one's heartbeat would give up on it (10 s of silence, by default).
+#[test]
+fn a_subscription_on_a_half_open_server_is_replaced_with_its_hung_interactive_connection() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let t0 = Instant::now();
+    let log = LogRing::install(t0);
+    let Some(server) = RedisServer::start() else {
+        return;
+    };
+    let proxy = Proxy::start(server.port);
+    let client = Client::connect(format!(
+        "127.0.0.1:{},syncTimeout=500,connectTimeout=500,reconnectMin=20,reconnectMax=100",
+        proxy.port
+    ))
+    .expect("client");
+    let subscriber = client.subscriber();
+    let subscriptions = [
+        subscriber.subscribe("news").expect("subscribe"),
+        subscriber.psubscribe("alerts:*").expect("psubscribe"),
+        subscriber.ssubscribe("orders").expect("ssubscribe"),
+    ];
+    // Publishes to each until each subscription has had a message; which had one.
+    let deliver_all = |within: Duration| {
+        let mut got = [false; 3];
+        wait_until(within, || {
+            let publish = [
+                subscriber.publish("news", "m"),
+                subscriber.publish("alerts:1", "m"),
+                subscriber.spublish("orders", "m"),
+            ];
+            for ((got, sub), _) in got.iter_mut().zip(&subscriptions).zip(publish) {
+                while sub.try_recv().is_some() {
+                    *got = true;
+                }
+            }
+            got.iter().all(|g| *g)
+        });
+        got
+    };
+    let got = deliver_all(Duration::from_secs(10));
+    assert_eq!(got, [true; 3], "no delivery before the fault");
+    proxy.half_open();
+    let started = Instant::now();
+    // A call finds the server hung; the client sets the connection aside at its
+    // timeout plus 500 ms of grace, and replaces the subscription connection with it.
+    let out = client.database().echo::<String>("x");
+    assert!(out.is_err(), "a half-open connection answered: {out:?}");
+    for sub in &subscriptions {
+        while sub.try_recv().is_some() {}
+    }
+    let got = deliver_all(Duration::from_secs(5));
+    let from = log.offset_ms(t0);
+    assert_eq!(
+        got,
+        [true; 3],
+        "a subscription (plain, pattern, sharded) stayed silent {:?} after the server \
+         was found hung; the client logged:\n{}",
+        started.elapsed(),
+        log.between(from, u32::MAX, 60).join("\n")
+    );
+    client.close();
 }
