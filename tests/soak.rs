@@ -2486,8 +2486,9 @@ fn chaos_soak() {
 }
 
 // ---------------------------------------------------------------------------------
-// Two faults of the wider model on their own, where each is easy to read: a deadline
-// the soak found broken (fixed), and one found by reading the code (open).
+// Faults of the wider model on their own, where each is easy to read: a deadline the
+// soak found broken, one found by reading the code, and a subscription the soak found
+// silent after a failback (all fixed).
 
 /// A caller writing a large value to a server that stopped reading returns by its
 /// deadline. It used to write its own frame with a `write_all` that has no deadline,
@@ -2533,14 +2534,14 @@ fn a_large_write_to_a_server_that_stopped_reading_returns_by_its_deadline() {
 }
 
 /// A relaxed timeout bounds the whole call, not what is left of it after waiting for
-/// a reconnect. `Node::request` passes what is left of the caller's (unrelaxed)
-/// timeout to `Connection::request`, which relaxes it again from the moment of the
-/// send (`timeouts.effective(left)` is at least the relaxed timeout), so a call that
-/// waited in the backlog can take that wait plus the whole relaxed timeout. A group
-/// does the same with what is left after its own backlog wait. Measured: 3.2 s for a
-/// call whose timeout, relaxed, is 2 s.
+/// a reconnect. `Node::request` used to pass what was left of the caller's
+/// (unrelaxed) timeout to `Connection::request`, which relaxed it again from the
+/// moment of the send (`timeouts.effective(left)` is at least the relaxed timeout), so
+/// a call that waited in the backlog could take that wait plus the whole relaxed
+/// timeout (a group did the same after its own backlog wait). Measured: 3.2 s for a
+/// call whose timeout, relaxed, is 2 s. A call's deadline is now fixed when it starts
+/// and handed down whole (`connection::Deadline`).
 #[test]
-#[ignore = "client bug: the relaxed timeout is applied again to what is left after a backlog wait (Node::request / GroupRouter::route pass `left`, Connection::request relaxes it from the send)"]
 fn a_relaxed_timeout_bounds_the_whole_call_after_a_backlog_wait() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let Some(server) = RedisServer::start_with(&["--enable-debug-command", "yes"]) else {
@@ -2585,6 +2586,68 @@ fn a_relaxed_timeout_bounds_the_whole_call_after_a_backlog_wait() {
     client.close();
 }
 
+/// The same through a group, which holds the backlog itself (member clients fail
+/// fast) and used to hand the member what was left of the call after its wait, which
+/// the member then relaxed again: a call that waited 1 s for the member to come back
+/// could take that second plus the whole relaxed timeout. Now the member is given the
+/// call's start.
+#[test]
+fn a_relaxed_timeout_bounds_the_whole_call_after_a_group_backlog_wait() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(server) = RedisServer::start_with(&["--enable-debug-command", "yes"]) else {
+        return;
+    };
+    let proxy = Proxy::start(server.port);
+    // The group's backlog waits up to `syncTimeout` (2 s, unrelaxed); the call, relaxed,
+    // has 3 s in all.
+    let member = Member::new(format!(
+        "127.0.0.1:{},syncTimeout=2000,connectTimeout=500,reconnectMin=20,reconnectMax=50,\
+         maintNotifications=auto,maintRelaxedTimeout=3,maintRelaxedWindowMax=30",
+        proxy.port
+    ))
+    .with_name("m0");
+    let group = Group::connect(vec![member], GroupOptions::default()).expect("group");
+    let db = group.database();
+    db.set("before", "x").expect("a first SET");
+    proxy.inject(b">4\r\n+MIGRATING\r\n:1\r\n:30\r\n+1\r\n");
+    let m0 = group.members().into_iter().next().expect("a member");
+    let client = m0.client().expect("the member's client").clone();
+    assert!(
+        wait_until(Duration::from_secs(5), || client
+            .maintenance_status()
+            .iter()
+            .any(|s| s.in_force != resilient_redis::MaintenanceKind::None)),
+        "the member never relaxed its timeouts"
+    );
+    proxy.refuse(true);
+    proxy.close_all();
+    assert!(wait_until(Duration::from_secs(5), || !m0.is_connected()));
+    let started = Instant::now();
+    // Waits in the group's backlog for the member to come back, then for a reply that
+    // takes 5 s.
+    let caller = thread::spawn(move || {
+        let out = db.cmd("DEBUG").arg("SLEEP").arg(5).exec();
+        (out, started.elapsed())
+    });
+    thread::sleep(Duration::from_millis(1000));
+    proxy.refuse(false);
+    let (out, took) = caller.join().unwrap();
+    assert!(
+        matches!(&out, Err(e) if e.kind() == ErrorKind::Timeout),
+        "expected the member's timeout, got {out:?} after {took:?}"
+    );
+    // Sent to the member, not given up in the backlog: it waited for the reply.
+    assert!(
+        took >= Duration::from_millis(2500),
+        "the call ended after {took:?}, before its relaxed timeout: {out:?}"
+    );
+    assert!(
+        took < Duration::from_millis(3000 + 250),
+        "a call whose relaxed timeout is 3 s took {took:?}"
+    );
+    group.close();
+}
+
 /// A server at `maxclients` answers a new connection with its reason and closes it:
 /// the handshake's error keeps the reason (it used to say only that the server
 /// closed the connection, so the soak could not tell a refusal from a crash).
@@ -2609,13 +2672,13 @@ fn a_connection_refused_at_maxclients_says_so() {
 }
 
 /// A member whose connections all went half-open is found hung by its interactive
-/// connection, which is replaced; its subscription connection, which carries no calls,
-/// stays half-open until its heartbeat fails (`keepAlive`, 10 s by default, of
-/// silence, plus the heartbeat's timeout). When traffic fails back to the member, what
-/// is published there meanwhile reaches no subscriber. Seen in the soak as a
-/// subscription silent for 5.8 s while its publishes succeeded.
+/// connection, which is replaced. Its subscription connection, which carries no calls,
+/// used to stay half-open until its heartbeat failed (`keepAlive`, 10 s by default, of
+/// silence, plus the heartbeat's timeout): when traffic failed back to the member,
+/// what was published there meanwhile reached no subscriber. Seen in the soak as a
+/// subscription silent for 5.8 s while its publishes succeeded. A server found hung
+/// now has its subscription connection replaced too (`Node::found_hung`).
 #[test]
-#[ignore = "client bug: a member's half-open subscription connection outlives its failed health check and the failback (only stalled interactive connections are closed)"]
 fn a_subscription_on_a_half_open_member_is_recovered_before_traffic_fails_back() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let (Some(s0), Some(s1)) = (RedisServer::start(), RedisServer::start()) else {
@@ -2684,4 +2747,70 @@ fn a_subscription_on_a_half_open_member_is_recovered_before_traffic_fails_back()
         started.elapsed()
     );
     group.close();
+}
+
+/// The same outside a group: a server found hung by the calls on a client's
+/// interactive connection has its subscription connection replaced with it, and the
+/// fresh one carries every subscription again (plain, pattern and sharded), long
+/// before the old one's heartbeat would give up on it (10 s of silence, by default).
+#[test]
+fn a_subscription_on_a_half_open_server_is_replaced_with_its_hung_interactive_connection() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let t0 = Instant::now();
+    let log = LogRing::install(t0);
+    let Some(server) = RedisServer::start() else {
+        return;
+    };
+    let proxy = Proxy::start(server.port);
+    let client = Client::connect(format!(
+        "127.0.0.1:{},syncTimeout=500,connectTimeout=500,reconnectMin=20,reconnectMax=100",
+        proxy.port
+    ))
+    .expect("client");
+    let subscriber = client.subscriber();
+    let subscriptions = [
+        subscriber.subscribe("news").expect("subscribe"),
+        subscriber.psubscribe("alerts:*").expect("psubscribe"),
+        subscriber.ssubscribe("orders").expect("ssubscribe"),
+    ];
+    // Publishes to each until each subscription has had a message; which had one.
+    let deliver_all = |within: Duration| {
+        let mut got = [false; 3];
+        wait_until(within, || {
+            let publish = [
+                subscriber.publish("news", "m"),
+                subscriber.publish("alerts:1", "m"),
+                subscriber.spublish("orders", "m"),
+            ];
+            for ((got, sub), _) in got.iter_mut().zip(&subscriptions).zip(publish) {
+                while sub.try_recv().is_some() {
+                    *got = true;
+                }
+            }
+            got.iter().all(|g| *g)
+        });
+        got
+    };
+    let got = deliver_all(Duration::from_secs(10));
+    assert_eq!(got, [true; 3], "no delivery before the fault");
+    proxy.half_open();
+    let started = Instant::now();
+    // A call finds the server hung; the client sets the connection aside at its
+    // timeout plus 500 ms of grace, and replaces the subscription connection with it.
+    let out = client.database().echo::<String>("x");
+    assert!(out.is_err(), "a half-open connection answered: {out:?}");
+    for sub in &subscriptions {
+        while sub.try_recv().is_some() {}
+    }
+    let got = deliver_all(Duration::from_secs(5));
+    let from = log.offset_ms(t0);
+    assert_eq!(
+        got,
+        [true; 3],
+        "a subscription (plain, pattern, sharded) stayed silent {:?} after the server \
+         was found hung; the client logged:\n{}",
+        started.elapsed(),
+        log.between(from, u32::MAX, 60).join("\n")
+    );
+    client.close();
 }

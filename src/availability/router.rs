@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use super::member::Member;
 use super::shared::Handle;
 use crate::commands::{Cmd, Router};
-use crate::connection::deadline_after;
+use crate::connection::{deadline_after, CallTimeout};
 use crate::error::{Error, ErrorKind, Result};
 use crate::resp::Value;
 
@@ -52,35 +52,40 @@ impl GroupRouter {
 
     /// Runs `f` on the active member's router, re-routing a command that could not be
     /// sent to whichever member serves once the group has changed, until the deadline.
+    /// Every member is given the call's own start and timeout, never what is left of
+    /// it: a member relaxes the call from its start while maintenance is announced
+    /// there, and relaxing a remainder again would add the group's wait to it.
     fn route<T>(
         &self,
-        timeout: Option<Duration>,
-        f: impl Fn(&dyn Router, Option<Duration>) -> Result<T>,
+        call: CallTimeout,
+        f: impl Fn(&dyn Router, CallTimeout) -> Result<T>,
     ) -> Result<T> {
         let group = &self.handle.0;
-        let mut deadline = None;
+        // Fixed by the first member that serves (its command timeout when the caller
+        // set none), then kept whichever member serves next.
+        let mut timeout = call.timeout;
         loop {
             let seen = group.generation();
             let error = match self.active() {
                 Some((member, router)) => {
-                    let total = timeout.unwrap_or_else(|| {
+                    let total = *timeout.get_or_insert_with(|| {
                         member
                             .client()
                             .map_or(Duration::from_secs(5), |c| c.options().command_timeout)
                     });
-                    let deadline =
-                        *deadline.get_or_insert_with(|| deadline_after(Instant::now(), total));
-                    let left = deadline.saturating_duration_since(Instant::now());
-                    match f(&*router, Some(left.max(Duration::from_millis(1)))) {
+                    let call = CallTimeout {
+                        timeout: Some(total),
+                        ..call
+                    };
+                    match f(&*router, call) {
                         Err(e) if e.is_unsent() => e,
                         other => return other,
                     }
                 }
                 None => self.unavailable(),
             };
-            let deadline = *deadline.get_or_insert_with(|| {
-                deadline_after(Instant::now(), timeout.unwrap_or(Duration::from_secs(5)))
-            });
+            // The group's own wait is unrelaxed: which member's maintenance would count?
+            let deadline = deadline_after(call.started, timeout.unwrap_or(Duration::from_secs(5)));
             if group.is_closed() || !group.wait_changed(seen, deadline) {
                 return Err(error);
             }
@@ -89,8 +94,8 @@ impl GroupRouter {
 }
 
 impl Router for GroupRouter {
-    fn send(&self, cmd: &Cmd, timeout: Option<Duration>) -> Result<Value> {
-        self.route(timeout, |r, t| r.send(cmd, t))
+    fn send(&self, cmd: &Cmd, call: CallTimeout) -> Result<Value> {
+        self.route(call, |r, c| r.send(cmd, c))
     }
 
     fn active_member(&self) -> Option<(u64, String)> {
@@ -115,13 +120,8 @@ impl Router for GroupRouter {
         Some(m.inner.database.get()?.router().clone())
     }
 
-    fn send_many(
-        &self,
-        cmds: &[Cmd],
-        timeout: Option<Duration>,
-        atomic: bool,
-    ) -> Result<Vec<Value>> {
-        self.route(timeout, |r, t| r.send_many(cmds, t, atomic))
+    fn send_many(&self, cmds: &[Cmd], call: CallTimeout, atomic: bool) -> Result<Vec<Value>> {
+        self.route(call, |r, c| r.send_many(cmds, c, atomic))
     }
 
     fn leased(&self, key: Option<&[u8]>, timeout: Option<Duration>) -> Result<Arc<dyn Router>> {

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use parking_lot::{Condvar, Mutex};
 
 use crate::connection::slot::Outcome;
-use crate::connection::{deadline_after, Connection, ConnectionConfig, RequestError};
+use crate::connection::{deadline_after, Connection, ConnectionConfig, Deadline, RequestError};
 use crate::error::{Error, ErrorKind, FailureKind, Result};
 use crate::resp::Value;
 
@@ -66,19 +66,14 @@ impl BlockingPool {
         self.config.options.blocking_pool_size.max(1)
     }
 
-    /// Runs one blocking command frame: `timeout` is the caller's, `block` the server's.
-    pub(crate) fn run(&self, frame: &[u8], timeout: Duration, block: Duration) -> Result<Value> {
-        let start = Instant::now();
+    /// Runs one blocking command frame: `deadline` is the caller's, `block` the
+    /// server's; the call gets both, counted from its start.
+    pub(crate) fn run(&self, frame: &[u8], deadline: Deadline, block: Duration) -> Result<Value> {
         // BLPOP ... 0 blocks forever on the server: then so may we.
-        let total = if block.is_zero() {
-            Duration::MAX
-        } else {
-            timeout.saturating_add(block)
-        };
-        let deadline = deadline_after(start, total);
-        let conn = self.lease(deadline_after(start, timeout))?;
-        let left = deadline.saturating_duration_since(Instant::now());
-        match conn.request(frame, 1, left, true) {
+        let whole = deadline.extended((!block.is_zero()).then_some(block));
+        // Waiting for a free connection is bounded by the caller's part alone.
+        let conn = self.lease(deadline.on(&self.config.timeouts))?;
+        match conn.request(frame, 1, whole, true) {
             Ok(Outcome::One(v)) => {
                 self.give_back(conn);
                 Ok(v)
@@ -281,12 +276,12 @@ impl Lease {
         &self,
         frame: &[u8],
         replies: usize,
-        timeout: Duration,
+        deadline: Deadline,
     ) -> Result<Outcome> {
         let Some(conn) = &self.conn else {
             return Err(Error::new(ErrorKind::Closed, "the lease has ended"));
         };
-        match conn.request(frame, replies, timeout, true) {
+        match conn.request(frame, replies, deadline, true) {
             Ok(Outcome::Failed(e))
             | Err(RequestError::Failed(e))
             | Err(RequestError::Unsent(e)) => {

@@ -33,7 +33,7 @@ pub use status::{ClientStatus, NodeStatus};
 use crate::commands::Database;
 use crate::config::{Endpoint, Options};
 use crate::connection::slot::Outcome;
-use crate::connection::Connection;
+use crate::connection::{Connection, Deadline};
 use crate::error::{Error, ErrorKind, Result};
 use crate::pubsub::Subscriber;
 use crate::resp::{write_arg, write_command_header, Value};
@@ -360,16 +360,20 @@ impl Client {
 
     /// Closes the interactive connections whose calls have gone `threshold` without a
     /// reply byte (a group found the member hung): their callers get a connection
-    /// failure at once, which a retry policy takes to the member serving now.
+    /// failure at once, which a retry policy takes to the member serving now. The
+    /// other connections to those servers go too (see [`node::Node::found_hung`]), so
+    /// the member's subscriptions are live again before traffic can fail back to it.
     pub(crate) fn abandon_stalled(&self, threshold: std::time::Duration) {
         for node in self.handle.inner.deployment.nodes() {
-            if let Some(conn) = node.current().filter(|c| c.stalled_for() >= threshold) {
+            let Some(conn) = node.current() else { continue };
+            let stalled = conn.stalled_for();
+            if stalled >= threshold {
                 log::warn!(
-                    "{}: no reply for {:?} and a failed health check: closing the connection",
+                    "{}: no reply for {stalled:?} and a failed health check: closing the connection",
                     node.endpoint,
-                    conn.stalled_for()
                 );
                 conn.close(crate::error::FailureKind::Timeout);
+                node.found_hung(stalled);
             }
         }
     }
@@ -564,7 +568,7 @@ pub(crate) fn detect_cluster(deployment: &Deployment) {
             write_arg(&mut frame, b"INFO");
             write_arg(&mut frame, b"cluster");
             let timeout = deployment.options.command_timeout;
-            match conn.request(&frame, 1, timeout, false) {
+            match conn.request(&frame, 1, Deadline::after(timeout), false) {
                 Ok(Outcome::One(Value::BulkString(info))) => {
                     String::from_utf8_lossy(&info).contains("cluster_enabled:1")
                 }

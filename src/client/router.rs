@@ -11,8 +11,8 @@ use super::roles::{is_readonly, Roles};
 use super::{ClientHandle, Deployment};
 use crate::commands::{Cmd, RetryCategory, Router};
 use crate::config::BacklogPolicy;
-use crate::connection::deadline_after;
 use crate::connection::slot::Outcome;
+use crate::connection::{CallTimeout, Deadline};
 use crate::error::{Error, ErrorKind, FailureKind, Result};
 use crate::pubsub::{Key, PubSubLinks};
 use crate::resp::Value;
@@ -37,12 +37,12 @@ impl DeploymentRouter {
 }
 
 impl Router for DeploymentRouter {
-    fn send(&self, cmd: &Cmd, timeout: Option<Duration>) -> Result<Value> {
+    fn send(&self, cmd: &Cmd, call: CallTimeout) -> Result<Value> {
         let deployment = &self.handle.inner.deployment;
         if let Some(state) = deployment.cluster() {
-            return ClusterRouter::new(deployment, &state).send(cmd, timeout);
+            return ClusterRouter::new(deployment, &state).send(cmd, call);
         }
-        let timeout = timeout.unwrap_or(deployment.options.command_timeout);
+        let deadline = call.deadline(deployment.options.command_timeout);
         if let (Some(roles), None) = (deployment.active_roles(), cmd.block_time()) {
             let read = cmd.retry_category() == RetryCategory::ReadOnly;
             return send_by_role(
@@ -50,7 +50,7 @@ impl Router for DeploymentRouter {
                 roles,
                 cmd.frame(),
                 1,
-                timeout,
+                deadline,
                 read,
                 &|o| matches!(o, Outcome::One(v) if is_readonly(v)),
             )
@@ -59,8 +59,10 @@ impl Router for DeploymentRouter {
         }
         let node = self.primary()?;
         let result = match cmd.block_time() {
-            Some(block) => node.blocking.run(cmd.frame(), timeout, block),
-            None => node.request(cmd.frame(), 1, timeout, true).and_then(single),
+            Some(block) => node.blocking.run(cmd.frame(), deadline, block),
+            None => node
+                .request(cmd.frame(), 1, deadline, true)
+                .and_then(single),
         };
         result.map_err(|e| e.with_command(cmd.name()))
     }
@@ -69,17 +71,12 @@ impl Router for DeploymentRouter {
         self.lease(key, timeout)
     }
 
-    fn send_many(
-        &self,
-        cmds: &[Cmd],
-        timeout: Option<Duration>,
-        atomic: bool,
-    ) -> Result<Vec<Value>> {
+    fn send_many(&self, cmds: &[Cmd], call: CallTimeout, atomic: bool) -> Result<Vec<Value>> {
         let deployment = &self.handle.inner.deployment;
         if let Some(state) = deployment.cluster() {
-            return ClusterRouter::new(deployment, &state).send_many(cmds, timeout, atomic);
+            return ClusterRouter::new(deployment, &state).send_many(cmds, call, atomic);
         }
-        let timeout = timeout.unwrap_or(deployment.options.command_timeout);
+        let deadline = call.deadline(deployment.options.command_timeout);
         let name = cmds.first().map_or("", |c| c.name());
         if let Some(roles) = deployment.active_roles() {
             let reads = cmds
@@ -91,7 +88,7 @@ impl Router for DeploymentRouter {
                 roles,
                 &Cmd::concat(cmds),
                 cmds.len(),
-                timeout,
+                deadline,
                 reads && !atomic,
                 &refused,
             )
@@ -99,7 +96,7 @@ impl Router for DeploymentRouter {
             .map_err(|e| e.with_command(name));
         }
         self.primary()?
-            .request(&Cmd::concat(cmds), cmds.len(), timeout, true)
+            .request(&Cmd::concat(cmds), cmds.len(), deadline, true)
             .and_then(Outcome::into_values)
             .map_err(|e| e.with_command(name))
     }
@@ -135,12 +132,12 @@ struct LeasedRouter {
 }
 
 impl Router for LeasedRouter {
-    fn send(&self, cmd: &Cmd, timeout: Option<Duration>) -> Result<Value> {
-        let timeout = timeout
-            .unwrap_or(self.timeout)
-            .saturating_add(cmd.block_time().unwrap_or_default());
+    fn send(&self, cmd: &Cmd, call: CallTimeout) -> Result<Value> {
+        let deadline = call
+            .deadline(self.timeout)
+            .extended(Some(cmd.block_time().unwrap_or_default()));
         self.lease
-            .request(cmd.frame(), 1, timeout)
+            .request(cmd.frame(), 1, deadline)
             .and_then(single)
             .map_err(|e| {
                 e.with_command(cmd.name())
@@ -148,15 +145,9 @@ impl Router for LeasedRouter {
             })
     }
 
-    fn send_many(
-        &self,
-        cmds: &[Cmd],
-        timeout: Option<Duration>,
-        _atomic: bool,
-    ) -> Result<Vec<Value>> {
-        let timeout = timeout.unwrap_or(self.timeout);
+    fn send_many(&self, cmds: &[Cmd], call: CallTimeout, _atomic: bool) -> Result<Vec<Value>> {
         self.lease
-            .request(&Cmd::concat(cmds), cmds.len(), timeout)?
+            .request(&Cmd::concat(cmds), cmds.len(), call.deadline(self.timeout))?
             .into_values()
     }
 
@@ -200,12 +191,10 @@ fn send_by_role(
     roles: &Roles,
     frame: &[u8],
     replies: usize,
-    timeout: Duration,
+    deadline: Deadline,
     read: bool,
     refused: &dyn Fn(&Outcome) -> bool,
 ) -> Result<Outcome> {
-    let start = Instant::now();
-    let deadline = deadline_after(start, timeout);
     let mut reroutes = 0u32;
     loop {
         if deployment.is_closed() {
@@ -225,7 +214,8 @@ fn send_by_role(
                 .unsent());
             }
             roles.request_recheck();
-            if !roles.wait_changed(seen, deadline) {
+            // No server known yet whose maintenance could relax it.
+            if !roles.wait_changed(seen, deadline.unrelaxed()) {
                 return Err(Error::new(
                     ErrorKind::Timeout,
                     "timed out waiting for a primary (a failover in progress)",
@@ -233,15 +223,16 @@ fn send_by_role(
             }
             continue;
         };
-        let left = deadline.saturating_duration_since(Instant::now());
-        if left.is_zero() {
+        if Instant::now() >= node.deadline_at(&deadline) {
             return Err(
                 Error::new(ErrorKind::Timeout, "timed out waiting for the primary")
                     .with_endpoint(node.endpoint.to_string()),
             );
         }
         let moved = || roles.generation() != seen && !deployment.is_closed();
-        let result = node.request_while(frame, replies, left, true, &|| {
+        // The call's own deadline, not what is left of it: the node relaxes it from
+        // the call's start, so re-routes never add a relaxed timeout each.
+        let result = node.request_while(frame, replies, deadline, true, &|| {
             roles.generation() == seen && !deployment.is_closed()
         });
         match result {
@@ -262,7 +253,7 @@ fn send_by_role(
                 roles.request_recheck();
                 // Back-off: 100, 200, 400 ms at most per re-route, within the deadline.
                 let pause = Duration::from_millis(100u64 << (reroutes - 1));
-                let until = deadline.min(Instant::now() + pause);
+                let until = node.deadline_at(&deadline).min(Instant::now() + pause);
                 roles.wait_changed(seen, until);
             }
             Ok(outcome) => return Ok(outcome),

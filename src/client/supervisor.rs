@@ -120,11 +120,20 @@ pub(crate) fn tick(deployment: &Arc<Deployment>, heartbeats: &mut Heartbeats) {
         let [interactive_beat, pubsub_beat] =
             heartbeats.0.entry(node.endpoint.clone()).or_default();
         match node.current() {
-            Some(conn) => watch(node, &node.interactive, &conn, interactive_beat),
+            Some(conn) => {
+                if let Some(stalled) = watch(node, &node.interactive, &conn, interactive_beat) {
+                    // Found hung by its calls: its other connections are suspect too
+                    // (the subscription connection is replaced below, in this pass).
+                    node.found_hung(stalled);
+                }
+            }
             None => dial(deployment, node, Which::Interactive),
         }
         match node.pubsub.current() {
-            Some(conn) => watch(node, &node.pubsub, &conn, pubsub_beat),
+            Some(conn) => {
+                // Found hung itself, it says nothing of the others: their own calls do.
+                let _ = watch(node, &node.pubsub, &conn, pubsub_beat);
+            }
             None => {
                 if !deployment.subscriptions_for(node).is_empty() {
                     dial(deployment, node, Which::Pubsub);
@@ -189,26 +198,32 @@ fn resubscribe(deployment: &Deployment, key: &Key) {
     }
 }
 
-/// Heartbeat on an idle connection, and setting aside one that stopped answering.
+/// Heartbeat on an idle connection, and setting aside one that stopped answering;
+/// returns how long its oldest request went without a reply byte when it did.
 ///
 /// Slow is not dead: a connection whose oldest request is past its deadline with
 /// nothing read takes no new requests and a replacement is dialled, but it is closed
 /// only once every request still in flight on it is past its own deadline, so a
 /// neighbour's short timeout never fails a request given a longer one.
-fn watch(node: &Node, link: &Link, conn: &Arc<Connection>, heartbeat: &mut Option<Arc<Slot>>) {
+fn watch(
+    node: &Node,
+    link: &Link,
+    conn: &Arc<Connection>,
+    heartbeat: &mut Option<Arc<Slot>>,
+) -> Option<Duration> {
     if conn.is_unresponsive(DEAD_GRACE) {
         log::warn!(
             "{}: no answer within the timeout: dialling a replacement, draining this one",
             node.endpoint
         );
+        let stalled = conn.stalled_for();
         link.set_aside(conn);
         *heartbeat = None;
-        return;
+        return Some(stalled);
     }
     if let Some(slot) = heartbeat {
-        if slot.try_take().is_none() {
-            return;
-        }
+        // Still waiting for the last heartbeat's reply: nothing more to do.
+        slot.try_take()?;
         *heartbeat = None;
     }
     let options = &link.config.options;
@@ -220,6 +235,7 @@ fn watch(node: &Node, link: &Link, conn: &Arc<Connection>, heartbeat: &mut Optio
         let timeout = options.keep_alive.min(options.command_timeout);
         *heartbeat = conn.request_detached(&frame, timeout).ok();
     }
+    None
 }
 
 /// Which of a node's links a dial is for.

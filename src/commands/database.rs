@@ -9,6 +9,7 @@ use super::cmd::Cmd;
 use super::from_value::FromValue;
 use super::{retrying, Commands};
 use crate::availability::RetryPolicy;
+use crate::connection::CallTimeout;
 use crate::error::{Error, ErrorKind, Result};
 use crate::resp::Value;
 
@@ -16,16 +17,13 @@ use crate::resp::Value;
 /// active member of a group.
 pub(crate) trait Router: Send + Sync {
     /// Sends one command and returns its reply (error replies included, unconverted).
-    fn send(&self, cmd: &Cmd, timeout: Option<Duration>) -> Result<Value>;
+    /// `call` carries the call's start: every layer bounds the call from it, so time
+    /// spent in one (a group's backlog) is never given again by the next.
+    fn send(&self, cmd: &Cmd, call: CallTimeout) -> Result<Value>;
 
     /// Sends commands pipelined and returns one reply each, in order. `atomic`: a
     /// MULTI/EXEC transaction, which must go whole to one connection.
-    fn send_many(
-        &self,
-        cmds: &[Cmd],
-        timeout: Option<Duration>,
-        atomic: bool,
-    ) -> Result<Vec<Value>>;
+    fn send_many(&self, cmds: &[Cmd], call: CallTimeout, atomic: bool) -> Result<Vec<Value>>;
 
     /// A router bound to one dedicated connection (on the server owning `key`), for a
     /// sequence that must not share its connection: WATCH, reads, MULTI/EXEC.
@@ -151,7 +149,9 @@ impl Database {
     /// Runs a prepared command and converts its reply.
     pub fn query<T: FromValue>(&self, cmd: &Cmd) -> Result<T> {
         let reply = match &self.retry {
-            None => self.router.send(cmd, self.timeout)?,
+            None => self
+                .router
+                .send(cmd, CallTimeout::starting_now(self.timeout))?,
             Some(policy) => retrying::send(&*self.router, cmd, self.timeout, policy)?,
         };
         convert(reply, cmd.name())
@@ -243,7 +243,8 @@ impl Database {
     }
 
     pub(crate) fn send_many(&self, cmds: &[Cmd], atomic: bool) -> Result<Vec<Value>> {
-        self.router.send_many(cmds, self.timeout, atomic)
+        self.router
+            .send_many(cmds, CallTimeout::starting_now(self.timeout), atomic)
     }
 }
 

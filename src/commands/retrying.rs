@@ -13,6 +13,7 @@ use super::database::Router;
 use super::Cmd;
 use crate::availability::{FaultContext, RetryDecision, RetryPolicy};
 use crate::client::supervisor::jitter_fraction;
+use crate::connection::CallTimeout;
 use crate::error::{Error, ErrorKind, Result};
 use crate::resp::Value;
 
@@ -35,7 +36,8 @@ pub(crate) fn send(
             Some((m, r)) => (Some(m.clone()), &**r),
             None => (router.active_member(), router),
         };
-        let error = match target.send(cmd, timeout) {
+        // Each attempt is a call of its own, with the whole timeout.
+        let error = match target.send(cmd, CallTimeout::starting_now(timeout)) {
             Ok(reply) => match reply.error_message() {
                 // An error reply is final unless it is transient (LOADING, BUSY, ...).
                 Some(m) if Error::from_server_reply(m).is_transient() => {

@@ -63,7 +63,12 @@ fn wait_until(what: impl Fn() -> bool) -> bool {
 }
 
 fn echo(conn: &Connection, token: &str, timeout: Duration) -> std::result::Result<Value, String> {
-    match conn.request(&command(&["ECHO", token]), 1, timeout, true) {
+    match conn.request(
+        &command(&["ECHO", token]),
+        1,
+        Deadline::after(timeout),
+        true,
+    ) {
         Ok(Outcome::One(v)) => Ok(v),
         Ok(Outcome::Failed(e)) | Err(RequestError::Failed(e)) | Err(RequestError::Unsent(e)) => {
             Err(e.to_string())

@@ -16,6 +16,7 @@
 //! entry ends completed, failed or abandoned).
 
 pub(crate) mod census;
+pub(crate) mod deadline;
 mod handshake;
 mod reader;
 pub(crate) mod slot;
@@ -37,6 +38,7 @@ use crate::availability::{Accumulator, BreakerPolicy, FaultContext};
 use crate::config::{Endpoint, Options, Protocol};
 use crate::error::{Error, ErrorKind, FailureKind, Result};
 use crate::resp::{Decoder, Value};
+pub(crate) use deadline::{CallTimeout, Deadline};
 use slot::{Outcome, Slot, Waited};
 use timeouts::ServerTimeouts;
 use tls::TlsSetup;
@@ -94,7 +96,9 @@ pub(crate) struct Pending {
     slot: Arc<Slot>,
     expected: usize,
     sent_ms: u64,
-    timeout: Duration,
+    /// The call's deadline, counted from the call's start (before any backlog wait),
+    /// not from the send.
+    deadline: Deadline,
     caller_work: bool,
     /// Whether the dead-connection check may use the relaxed timeout for it: never for
     /// heartbeats, so a server that dies during maintenance is still noticed.
@@ -291,36 +295,37 @@ impl Connection {
         })
     }
 
-    /// Sends one encoded request expecting `replies` replies and waits for them.
+    /// Sends one encoded request expecting `replies` replies and waits for them, up to
+    /// the call's `deadline` (relaxed from the call's start while a maintenance window
+    /// is in force, never from this send: the caller may have waited in a backlog).
     /// `Unsent` means nothing reached the wire (the connection was already closed), so
     /// the request may be sent elsewhere without risk of running twice.
     pub(crate) fn request(
         &self,
         frame: &[u8],
         replies: usize,
-        timeout: Duration,
+        deadline: Deadline,
         caller_work: bool,
     ) -> std::result::Result<Outcome, RequestError> {
-        let start = Instant::now();
         let slot = Arc::new(Slot::for_current_thread());
         let submitted = self
-            .submit(frame, replies, timeout, caller_work, true, slot.clone())
+            .submit(frame, replies, deadline, caller_work, true, slot.clone())
             .map_err(RequestError::Unsent)?;
         let timeouts = &self.shared.timeouts;
-        let deadline = || deadline_after(start, timeouts.effective(timeout));
+        let deadline_at = || deadline.on(timeouts);
         if submitted.direct {
             // Alone, with the reader thread stood down: read our own reply, as a
             // dedicated connection would, saving the hop from the reader thread.
-            reader::direct(&self.shared, &|| slot.is_done(), deadline);
+            reader::direct(&self.shared, &|| slot.is_done(), deadline_at);
         }
         // Spinning only pays when we are alone: with others in flight it burns the
         // core the reader and the server need (measured 7.9 % of the machine at 64
         // threads).
         let spin = submitted.alone && !submitted.direct;
-        let result = match slot.wait(spin, deadline) {
+        let result = match slot.wait(spin, deadline_at) {
             Waited::Ready(outcome) => Ok(outcome),
             Waited::TimedOut => {
-                let waited = Instant::now() - start;
+                let waited = Instant::now().saturating_duration_since(deadline.start());
                 Err(RequestError::Failed(
                     Error::new(
                         ErrorKind::Timeout,
@@ -388,7 +393,14 @@ impl Connection {
     /// never relaxed.
     pub(crate) fn request_detached(&self, frame: &[u8], timeout: Duration) -> Result<Arc<Slot>> {
         let slot = Arc::new(Slot::for_current_thread());
-        self.submit(frame, 1, timeout, false, false, slot.clone())?;
+        self.submit(
+            frame,
+            1,
+            Deadline::after(timeout),
+            false,
+            false,
+            slot.clone(),
+        )?;
         Ok(slot)
     }
 
@@ -397,7 +409,7 @@ impl Connection {
         &self,
         frame: &[u8],
         replies: usize,
-        timeout: Duration,
+        deadline: Deadline,
         caller_work: bool,
         relaxable: bool,
         slot: Arc<Slot>,
@@ -407,7 +419,7 @@ impl Connection {
             slot,
             expected: replies.max(1),
             sent_ms: shared.now_ms(),
-            timeout,
+            deadline,
             caller_work,
             relaxable,
             lone: false,
@@ -553,11 +565,12 @@ impl Connection {
         ms(s.now_ms().saturating_sub(since))
     }
 
-    /// Whether the connection stopped answering: the oldest request's timeout (as it
-    /// applies now, relaxed or not; a heartbeat's never relaxed) has passed, plus
-    /// `grace`, with nothing read since it was sent. The owner then stops sending on it
-    /// and dials a replacement, but lets it drain (see [`Connection::drained`]): a
-    /// neighbour's deadline never fails a request whose own has not passed.
+    /// Whether the connection stopped answering: the oldest request's timeout, counted
+    /// from its send (as it applies now, relaxed or not; a heartbeat's never relaxed),
+    /// has passed, plus `grace`, with nothing read since it was sent. The owner then
+    /// stops sending on it and dials a replacement, but lets it drain (see
+    /// [`Connection::drained`]): a neighbour's deadline never fails a request whose own
+    /// has not passed.
     pub(crate) fn is_unresponsive(&self, grace: Duration) -> bool {
         let s = &self.shared;
         let pending = s.pending.lock();
@@ -566,7 +579,7 @@ impl Connection {
         };
         let now = s.now_ms();
         s.last_read_ms.load(Ordering::Relaxed) <= oldest.sent_ms
-            && now > s.deadline_ms(oldest).saturating_add(millis(grace))
+            && now > s.silent_limit_ms(oldest).saturating_add(millis(grace))
     }
 
     /// Whether a connection set aside as unresponsive may be closed now: nothing is
@@ -574,12 +587,12 @@ impl Connection {
     /// `grace` (their callers have been told; only abandoned slots remain).
     pub(crate) fn drained(&self, grace: Duration) -> bool {
         let s = &self.shared;
-        let now = s.now_ms();
+        let now = Instant::now();
         s.pending
             .lock()
             .queue
             .iter()
-            .all(|p| now > s.deadline_ms(p).saturating_add(millis(grace)))
+            .all(|p| now > deadline_after(s.due(p), grace))
     }
 }
 
@@ -588,15 +601,28 @@ impl Shared {
         self.epoch.elapsed().as_millis() as u64
     }
 
-    /// When a request's timeout runs out, as it applies now (a relaxable one follows
-    /// the maintenance window in force), in this connection's milliseconds.
-    fn deadline_ms(&self, p: &Pending) -> u64 {
+    /// How long after its send a request may go unanswered before the connection is
+    /// taken for dead, in this connection's milliseconds: its timeout as it applies
+    /// now (a relaxable one follows the maintenance window in force), counted from the
+    /// send, not from the call's start. A caller that waited out most of its timeout in
+    /// a backlog must not make a fresh connection look dead a moment after it sent.
+    fn silent_limit_ms(&self, p: &Pending) -> u64 {
         let timeout = if p.relaxable {
-            self.timeouts.effective(p.timeout)
+            self.timeouts.effective(p.deadline.timeout())
         } else {
-            p.timeout
+            p.deadline.timeout()
         };
         p.sent_ms.saturating_add(millis(timeout))
+    }
+
+    /// When a request's call runs out of time, as it applies now (a relaxable one
+    /// follows the maintenance window in force): the instant its caller is told.
+    fn due(&self, p: &Pending) -> Instant {
+        if p.relaxable {
+            p.deadline.on(&self.timeouts)
+        } else {
+            p.deadline.unrelaxed()
+        }
     }
 
     fn closed_error(&self) -> Error {

@@ -97,7 +97,10 @@ pub(crate) enum Action {
     StartCheck { id: MemberId, kind: CheckKind },
     /// The member failed a check while its calls were stalled: close those of its
     /// connections that still have calls in flight with no reply byte for the stall
-    /// threshold, so their callers fail over instead of waiting out their timeout.
+    /// threshold, so their callers fail over instead of waiting out their timeout, and
+    /// replace the other connections to those servers (subscriptions above all), which
+    /// carry no calls that would show them hung: the member's subscribers must hear it
+    /// again before traffic can fail back to it.
     AbandonStalled(MemberId),
     /// Announce an event.
     Announce(Announcement),

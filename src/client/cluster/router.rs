@@ -13,8 +13,8 @@ use super::super::deployment::Deployment;
 use super::{key_slot, split, ClusterState};
 use crate::commands::{Cmd, RetryCategory};
 use crate::config::Endpoint;
-use crate::connection::deadline_after;
 use crate::connection::slot::Outcome;
+use crate::connection::{CallTimeout, Deadline};
 use crate::error::{Error, ErrorKind, Result};
 use crate::resp::Value;
 
@@ -46,8 +46,16 @@ impl<'a> ClusterRouter<'a> {
         self.state
     }
 
-    fn timeout(&self, timeout: Option<Duration>) -> Duration {
-        timeout.unwrap_or(self.deployment().options.command_timeout)
+    fn deadline(&self, call: CallTimeout) -> Deadline {
+        call.deadline(self.deployment().options.command_timeout)
+    }
+
+    /// The call's deadline as it applies on `endpoint`'s server now (relaxed there by
+    /// a maintenance window, from the call's start); unrelaxed for a node not known.
+    pub(super) fn deadline_on(&self, deadline: &Deadline, endpoint: &Endpoint) -> Instant {
+        self.deployment()
+            .find(endpoint)
+            .map_or_else(|| deadline.unrelaxed(), |n| n.deadline_at(deadline))
     }
 
     /// The node a command goes to first: its slot's master (or a replica for reads
@@ -85,23 +93,24 @@ impl<'a> ClusterRouter<'a> {
         }
     }
 
-    /// Sends one command to `target` and returns its reply, unconverted.
-    pub(super) fn send_to(&self, cmd: &Cmd, target: &Target, deadline: Instant) -> Result<Value> {
+    /// Sends one command to `target` and returns its reply, unconverted. Every hop gets
+    /// the call's own deadline, never what is left of it (which the node would relax
+    /// again from the hop: see `connection::deadline`).
+    pub(super) fn send_to(&self, cmd: &Cmd, target: &Target, deadline: Deadline) -> Result<Value> {
         let node = self.deployment().node_for(&target.endpoint)?;
-        let left = deadline.saturating_duration_since(Instant::now());
-        if left.is_zero() {
+        if Instant::now() >= node.deadline_at(&deadline) {
             return Err(Error::new(
                 ErrorKind::Timeout,
                 "timed out while following redirects",
             ));
         }
         if let Some(block) = cmd.block_time() {
-            return node.blocking.run(cmd.frame(), left, block);
+            return node.blocking.run(cmd.frame(), deadline, block);
         }
         if !target.asking {
             let slot = single_slot(cmd).ok().flatten();
             let stay = || self.state.still_routes(slot, &target.endpoint);
-            return match node.request_while(cmd.frame(), 1, left, true, &stay)? {
+            return match node.request_while(cmd.frame(), 1, deadline, true, &stay)? {
                 Outcome::One(v) => Ok(v),
                 Outcome::Failed(e) => Err(e),
                 Outcome::Many(_) => Err(Error::new(ErrorKind::Protocol, "several replies")),
@@ -112,7 +121,7 @@ impl<'a> ClusterRouter<'a> {
         let mut frame = Vec::with_capacity(asking.frame().len() + cmd.frame().len());
         frame.extend_from_slice(asking.frame());
         frame.extend_from_slice(cmd.frame());
-        match node.request(&frame, 2, left, true)? {
+        match node.request(&frame, 2, deadline, true)? {
             Outcome::Many(mut v) if v.len() == 2 => Ok(v.swap_remove(1)),
             Outcome::Failed(e) => Err(e),
             _ => Err(Error::new(
@@ -123,9 +132,7 @@ impl<'a> ClusterRouter<'a> {
     }
 
     /// Routes one command, following redirects until it gets a final reply.
-    pub(super) fn route(&self, cmd: &Cmd, timeout: Duration) -> Result<Value> {
-        let start = Instant::now();
-        let deadline = deadline_after(start, timeout);
+    pub(super) fn route(&self, cmd: &Cmd, deadline: Deadline) -> Result<Value> {
         let slot = single_slot(cmd)?;
         let mut target = Target {
             endpoint: self.first_target(cmd)?,
@@ -170,7 +177,7 @@ impl<'a> ClusterRouter<'a> {
         reply: &Value,
         from: &Endpoint,
         attempt: usize,
-        deadline: Instant,
+        deadline: Deadline,
     ) -> Result<Option<Target>> {
         let Some(message) = reply.error_message() else {
             return Ok(None);
@@ -204,7 +211,9 @@ impl<'a> ClusterRouter<'a> {
                 }
                 // Bounded by the caller's own deadline: 10 ms, 20 ms, ... up to 320 ms.
                 let pause = Duration::from_millis(10 << attempt.min(5));
-                let left = deadline.saturating_duration_since(Instant::now());
+                let left = self
+                    .deadline_on(&deadline, from)
+                    .saturating_duration_since(Instant::now());
                 if left <= pause {
                     return Ok(None);
                 }
@@ -264,11 +273,11 @@ pub(super) fn single_slot(cmd: &Cmd) -> Result<Option<u16>> {
 
 impl ClusterRouter<'_> {
     /// Sends one command (split across slots where the command allows it).
-    pub(crate) fn send(&self, cmd: &Cmd, timeout: Option<Duration>) -> Result<Value> {
-        let timeout = self.timeout(timeout);
+    pub(crate) fn send(&self, cmd: &Cmd, call: CallTimeout) -> Result<Value> {
+        let deadline = self.deadline(call);
         let result = match split::splittable(cmd) {
-            Some(kind) if single_slot(cmd).is_err() => split::run(self, cmd, kind, timeout),
-            _ => self.route(cmd, timeout),
+            Some(kind) if single_slot(cmd).is_err() => split::run(self, cmd, kind, deadline),
+            _ => self.route(cmd, deadline),
         };
         result.map_err(|e| e.with_command(cmd.name()))
     }
@@ -277,14 +286,14 @@ impl ClusterRouter<'_> {
     pub(crate) fn send_many(
         &self,
         cmds: &[Cmd],
-        timeout: Option<Duration>,
+        call: CallTimeout,
         atomic: bool,
     ) -> Result<Vec<Value>> {
-        let timeout = self.timeout(timeout);
+        let deadline = self.deadline(call);
         if atomic {
-            split::transaction(self, cmds, timeout)
+            split::transaction(self, cmds, deadline)
         } else {
-            split::batch(self, cmds, timeout)
+            split::batch(self, cmds, deadline)
         }
     }
 }

@@ -3,13 +3,12 @@
 //! caller's order, transactions kept whole on one slot.
 
 use std::collections::BTreeMap;
-use std::time::{Duration, Instant};
 
 use super::key_slot;
 use super::router::{single_slot, ClusterRouter, MAX_REDIRECTS};
 use crate::commands::Cmd;
 use crate::config::Endpoint;
-use crate::connection::deadline_after;
+use crate::connection::Deadline;
 use crate::error::{Error, ErrorKind, Result};
 use crate::resp::Value;
 
@@ -42,7 +41,7 @@ pub(super) fn run(
     router: &ClusterRouter,
     cmd: &Cmd,
     kind: SplitKind,
-    timeout: Duration,
+    deadline: Deadline,
 ) -> Result<Value> {
     let args = cmd.args();
     let step = if kind == SplitKind::Pairs { 2 } else { 1 };
@@ -69,7 +68,7 @@ pub(super) fn run(
         }
     }
     let (positions, parts): (Vec<Vec<usize>>, Vec<Cmd>) = by_slot.into_values().unzip();
-    let replies = batch(router, &parts, timeout)?;
+    let replies = batch(router, &parts, deadline)?;
     match kind {
         SplitKind::Values => {
             let mut out = vec![Value::Nil; args.len()];
@@ -132,8 +131,11 @@ fn part_error(reply: Value, cmd: &Cmd) -> Error {
 
 /// A batch: commands grouped per node, each group pipelined in one write, replies put
 /// back in the caller's order; a command redirected meanwhile is re-routed alone.
-pub(super) fn batch(router: &ClusterRouter, cmds: &[Cmd], timeout: Duration) -> Result<Vec<Value>> {
-    let deadline = deadline_after(Instant::now(), timeout);
+pub(super) fn batch(
+    router: &ClusterRouter,
+    cmds: &[Cmd],
+    deadline: Deadline,
+) -> Result<Vec<Value>> {
     let mut replies: Vec<Option<Value>> = vec![None; cmds.len()];
     let mut groups: BTreeMap<String, (Endpoint, Vec<usize>)> = BTreeMap::new();
     for (i, cmd) in cmds.iter().enumerate() {
@@ -153,14 +155,9 @@ pub(super) fn batch(router: &ClusterRouter, cmds: &[Cmd], timeout: Duration) -> 
     for (_, (endpoint, indexes)) in groups {
         let node = router.deployment().node_for(&endpoint)?;
         let frame = Cmd::concat(indexes.iter().map(|&i| &cmds[i]));
-        let left = deadline.saturating_duration_since(Instant::now());
+        // Each node's part runs under the call's own deadline, not what is left of it.
         let values = node
-            .request(
-                &frame,
-                indexes.len(),
-                left.max(Duration::from_millis(1)),
-                true,
-            )?
+            .request(&frame, indexes.len(), deadline, true)?
             .into_values()?;
         for (&i, v) in indexes.iter().zip(values) {
             replies[i] = Some(v);
@@ -173,8 +170,7 @@ pub(super) fn batch(router: &ClusterRouter, cmds: &[Cmd], timeout: Duration) -> 
             m.starts_with("MOVED ") || m.starts_with("ASK ") || m.starts_with("TRYAGAIN")
         });
         if redirected {
-            let left = deadline.saturating_duration_since(Instant::now());
-            out.push(follow_alone(router, &cmds[i], reply, left)?);
+            out.push(follow_alone(router, &cmds[i], reply, deadline)?);
         } else {
             out.push(reply);
         }
@@ -187,9 +183,8 @@ fn follow_alone(
     router: &ClusterRouter,
     cmd: &Cmd,
     first: Value,
-    timeout: Duration,
+    deadline: Deadline,
 ) -> Result<Value> {
-    let deadline = deadline_after(Instant::now(), timeout);
     let mut reply = first;
     let mut from = router.first_target(cmd)?;
     for attempt in 0..MAX_REDIRECTS {
@@ -213,7 +208,7 @@ fn follow_alone(
 pub(super) fn transaction(
     router: &ClusterRouter,
     cmds: &[Cmd],
-    timeout: Duration,
+    deadline: Deadline,
 ) -> Result<Vec<Value>> {
     let mut slot = None;
     for cmd in cmds {
@@ -230,7 +225,6 @@ pub(super) fn transaction(
             }
         }
     }
-    let deadline = deadline_after(Instant::now(), timeout);
     let mut endpoint = match slot.and_then(|s| router.state().master_for(s)) {
         Some(e) => e,
         None => router.first_target(&cmds[0])?,
@@ -238,9 +232,8 @@ pub(super) fn transaction(
     let frame = Cmd::concat(cmds);
     for _ in 0..2 {
         let node = router.deployment().node_for(&endpoint)?;
-        let left = deadline.saturating_duration_since(Instant::now());
         let replies = node
-            .request(&frame, cmds.len(), left.max(Duration::from_millis(1)), true)?
+            .request(&frame, cmds.len(), deadline, true)?
             .into_values()?;
         let moved = replies.iter().find_map(|r| {
             let m = r.error_message()?;

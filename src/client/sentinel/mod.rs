@@ -22,7 +22,7 @@ use crate::config::{Endpoint, MaintNotifications, Options, Protocol};
 use crate::connection::slot::Outcome;
 use crate::connection::timeouts::ServerTimeouts;
 use crate::connection::transport::Dial;
-use crate::connection::{tls, Connection, ConnectionConfig, ConnectionInfo, PushHandler};
+use crate::connection::{tls, Connection, ConnectionConfig, ConnectionInfo, Deadline, PushHandler};
 use crate::error::{Error, ErrorKind, Result};
 use crate::resp::{write_arg, write_command_header, Value};
 
@@ -111,7 +111,7 @@ fn frame(args: &[&[u8]]) -> Vec<u8> {
 }
 
 fn query(conn: &Connection, args: &[&[u8]]) -> Result<Value> {
-    match conn.request(&frame(args), 1, QUERY_TIMEOUT, false) {
+    match conn.request(&frame(args), 1, Deadline::after(QUERY_TIMEOUT), false) {
         Ok(Outcome::One(v)) => match v.error_message() {
             Some(m) => Err(Error::from_server_reply(m)),
             None => Ok(v),
