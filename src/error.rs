@@ -7,6 +7,10 @@
 
 use std::fmt;
 use std::io;
+use std::sync::Arc;
+
+/// The underlying error a classified one came from (shared: `Error` is `Clone`).
+type Source = Arc<dyn std::error::Error + Send + Sync + 'static>;
 
 /// A classified error: what went wrong, where (endpoint), and for which command (name only).
 ///
@@ -25,6 +29,8 @@ pub struct Error {
     failure: Option<FailureKind>,
     maintenance: MaintenanceKind,
     unsent: bool,
+    /// What it came from (an I/O error, a TLS error), for `std::error::Error::source`.
+    source: Option<Source>,
 }
 
 /// What went wrong, classified so that retries and circuit breakers can decide on it.
@@ -202,7 +208,24 @@ impl Error {
             failure: None,
             maintenance: MaintenanceKind::None,
             unsent: false,
+            source: None,
         }
+    }
+
+    /// Attaches the error this one came from, returned by
+    /// [`std::error::Error::source`] (an I/O error, a TLS error, a provider's own
+    /// error). Its text must hold no secret: it is shown wherever the chain is printed.
+    ///
+    /// ```
+    /// use std::error::Error as _;
+    /// use resilient_redis::{Error, ErrorKind};
+    /// let io = std::io::Error::new(std::io::ErrorKind::Other, "identity service unreachable");
+    /// let e = Error::new(ErrorKind::Auth, "no token").with_source(io);
+    /// assert_eq!(e.source().unwrap().to_string(), "identity service unreachable");
+    /// ```
+    pub fn with_source(mut self, source: impl std::error::Error + Send + Sync + 'static) -> Error {
+        self.source = Some(Arc::new(source));
+        self
     }
 
     /// Marks an error whose command never reached the server (safe to send elsewhere).
@@ -360,7 +383,13 @@ impl fmt::Debug for Error {
     }
 }
 
-impl std::error::Error for Error {}
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.source
+            .as_deref()
+            .map(|e| e as &(dyn std::error::Error + 'static))
+    }
+}
 
 impl From<io::Error> for Error {
     fn from(e: io::Error) -> Error {
@@ -374,7 +403,7 @@ impl From<io::Error> for Error {
             io::ErrorKind::ConnectionRefused => ErrorKind::Connect,
             _ => ErrorKind::Io,
         };
-        Error::new(kind, e.to_string())
+        Error::new(kind, e.to_string()).with_source(e)
     }
 }
 
@@ -428,6 +457,21 @@ fn redact_quoted(message: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    use std::error::Error as _;
+
+    #[test]
+    fn an_io_error_stays_reachable_as_the_source() {
+        let io = std::io::Error::from(std::io::ErrorKind::ConnectionRefused);
+        let e = Error::from(io).with_endpoint("h:1");
+        assert_eq!(e.kind(), ErrorKind::Connect);
+        let source = e.source().expect("a source");
+        let io = source
+            .downcast_ref::<std::io::Error>()
+            .expect("an io::Error");
+        assert_eq!(io.kind(), std::io::ErrorKind::ConnectionRefused);
+        assert!(Error::new(ErrorKind::Timeout, "t").source().is_none());
+    }
+
     use super::*;
 
     #[test]

@@ -56,7 +56,7 @@ fn provider() -> Arc<CryptoProvider> {
 /// a CA file with nothing in it would silently trust nothing.
 fn load_certs(pem: &[u8], what: &str) -> Result<Vec<CertificateDer<'static>>> {
     let certs: std::result::Result<Vec<_>, _> = CertificateDer::pem_slice_iter(pem).collect();
-    let certs = certs.map_err(|e| tls_error(format!("cannot read {what}: {e}")))?;
+    let certs = certs.map_err(|e| tls_error(format!("cannot read {what}: {e}")).with_source(e))?;
     if certs.is_empty() {
         return Err(tls_error(format!("{what} holds no certificate")));
     }
@@ -80,7 +80,7 @@ pub(crate) fn setup(
 ) -> Result<TlsSetup> {
     let builder = ClientConfig::builder_with_provider(provider())
         .with_safe_default_protocol_versions()
-        .map_err(|e| tls_error(format!("no usable TLS protocol version: {e}")))?;
+        .map_err(|e| tls_error(format!("no usable TLS protocol version: {e}")).with_source(e))?;
 
     let builder = if tls.verify {
         let mut roots = RootCertStore::empty();
@@ -95,9 +95,9 @@ pub(crate) fn setup(
             roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
         } else {
             for cert in custom {
-                roots
-                    .add(cert)
-                    .map_err(|e| tls_error(format!("unusable CA certificate: {e}")))?;
+                roots.add(cert).map_err(|e| {
+                    tls_error(format!("unusable CA certificate: {e}")).with_source(e)
+                })?;
             }
         }
         builder.with_root_certificates(roots)
@@ -115,10 +115,10 @@ pub(crate) fn setup(
             )?;
             let key_pem = read_file(key, "client key")?;
             let key = PrivateKeyDer::from_pem_slice(&key_pem)
-                .map_err(|e| tls_error(format!("cannot read client key: {e}")))?;
-            builder
-                .with_client_auth_cert(chain, key)
-                .map_err(|e| tls_error(format!("client certificate rejected: {e}")))?
+                .map_err(|e| tls_error(format!("cannot read client key: {e}")).with_source(e))?;
+            builder.with_client_auth_cert(chain, key).map_err(|e| {
+                tls_error(format!("client certificate rejected: {e}")).with_source(e)
+            })?
         }
         (None, None) => builder.with_no_client_auth(),
         _ => {

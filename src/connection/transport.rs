@@ -134,9 +134,9 @@ pub(crate) fn connect_tcp(
         None => {
             let target = dial.redirected();
             let target = target.as_ref().unwrap_or(endpoint);
-            let mut addrs = resolver
-                .resolve(&target.host, target.port)
-                .map_err(|e| Error::new(ErrorKind::Connect, format!("cannot resolve: {e}")))?;
+            let mut addrs = resolver.resolve(&target.host, target.port).map_err(|e| {
+                Error::new(ErrorKind::Connect, format!("cannot resolve: {e}")).with_source(e)
+            })?;
             dial.order(&mut addrs);
             addrs
         }
@@ -160,10 +160,7 @@ pub(crate) fn connect_tcp(
     }
     let e = last.unwrap_or_else(|| io::Error::new(io::ErrorKind::TimedOut, "connect timed out"));
     // A dial that timed out is a failure to connect, not a reply that came late.
-    Err(Error::new(
-        ErrorKind::Connect,
-        format!("cannot connect: {e}"),
-    ))
+    Err(Error::new(ErrorKind::Connect, format!("cannot connect: {e}")).with_source(e))
 }
 
 fn connect_addr(addr: SocketAddr, timeout: Duration) -> io::Result<TcpStream> {
@@ -197,8 +194,10 @@ impl Transport {
             });
         };
         tls.warn_if_unverified(peer);
-        let mut conn = ClientConnection::new(tls.config.clone(), tls.server_name.clone())
-            .map_err(|e| Error::new(ErrorKind::Tls, format!("TLS setup failed: {e}")))?;
+        let mut conn =
+            ClientConnection::new(tls.config.clone(), tls.server_name.clone()).map_err(|e| {
+                Error::new(ErrorKind::Tls, format!("TLS setup failed: {e}")).with_source(e)
+            })?;
         let mut sock = stream.try_clone()?;
         sock.set_read_timeout(Some(timeout))?;
         sock.set_write_timeout(Some(timeout))?;
