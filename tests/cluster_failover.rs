@@ -189,10 +189,22 @@ fn a_call_waiting_for_a_dead_owner_goes_to_the_node_that_takes_its_slots() {
             .iter()
             .any(|n| n.endpoint.port == dead_port && n.backlog > 0)
     };
+    // The call starts once the client has seen the connection go: started before, it
+    // would be written on the dying connection and fail with it (sent, so not resent
+    // without a retry policy), which is not what this test is about. Seen on a loaded
+    // machine, where the reader thread noticed the close late.
+    assert!(
+        wait_until(Duration::from_secs(10), || client
+            .status()
+            .nodes
+            .iter()
+            .any(|n| n.endpoint.port == dead_port && !n.connected)),
+        "the client never saw the node's connection close"
+    );
     thread::scope(|s| {
         let call = s.spawn(|| db.get::<String>(key));
         assert!(
-            wait_until(Duration::from_secs(4), || waiting(&client)),
+            wait_until(Duration::from_secs(10), || waiting(&client)),
             "the call is not waiting for the dead node"
         );
         // The cluster hands the dead node's slots (and keys) to the other node, as a
