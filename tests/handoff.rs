@@ -126,14 +126,20 @@ fn dns_trailing_the_moving_one_recycle_no_failed_command_close_disabled() {
     let sub = client.subscriber();
     let mut id = 0;
     let ok = under_load(&client, || {
-        move_record(&dns, &[a.addr()], &[b.addr()], secs(1.0));
-        // 5 s, not 15: the record moves at +1 s (scaled from +4.4 s, with room for a
-        // loaded machine to drain inside the window).
+        // 5 s, not 15, with room for a loaded machine to drain inside the window.
         id = a.notify(Notification::moving(5));
         // Opened inside the window while the record still names A: A re-sends the
         // MOVING to it right after the opt-in. One event, one handoff.
         let news = sub.subscribe("news").unwrap();
         assert!(subscribed_on(&a), "the subscription opened on A");
+        // The record trails the MOVING: it moves only once the handoff has looked it
+        // up and found the retiring address alone (moved on a clock instead, a loaded
+        // machine's late first look-up found B already: a step sideways, not this).
+        assert!(wait_until(SOON, || dns
+            .lookup_threads()
+            .iter()
+            .any(|t| t.starts_with("rr-handoff"))));
+        dns.set(NAME, Answer::addrs([b.addr()]));
         assert!(wait_until(Duration::from_secs(10), || {
             status(&client).handoffs.recycles == 1
         }));
