@@ -3,8 +3,10 @@
 
 mod support;
 
+use std::sync::Arc;
 use std::time::Duration;
 
+use resilient_redis::config::{Credentials, Token, TokenCredentials};
 use resilient_redis::prelude::*;
 use support::{threads_named, wait_until, RedisServer};
 
@@ -58,6 +60,47 @@ fn no_thread_is_left_after_close_or_drop() {
     assert!(
         wait_until(Duration::from_secs(5), || threads_named("rr-").is_empty()),
         "threads left after drop: {:?}",
+        threads_named("rr-")
+    );
+
+    // A token provider's renewal thread lives as long as the provider (a client's
+    // clone included), and ends with the last clone.
+    let admin = Client::connect(server.url().as_str()).unwrap();
+    let rules = ["SETUSER", "leak", "on", ">pw", "~*", "&*", "+@all"];
+    admin.database().cmd("ACL").arg(rules).exec().unwrap();
+    admin.close();
+    let tokens = TokenCredentials::builder(|| {
+        Ok(Token::new(
+            Credentials::user("leak", "pw"),
+            Duration::from_secs(60),
+        ))
+    })
+    .start()
+    .unwrap();
+    let client = Client::connect(
+        Options::builder()
+            .endpoint(&server.addr())
+            .credentials(Arc::new(tokens.clone()))
+            .build(),
+    )
+    .unwrap();
+    client.database().ping().unwrap();
+    assert!(
+        wait_until(Duration::from_secs(5), || threads_named("rr-").len() == 4),
+        "expected reader, writer, supervisor and token renewal: {:?}",
+        threads_named("rr-")
+    );
+    drop(client);
+    assert!(
+        wait_until(Duration::from_secs(5), || threads_named("rr-")
+            == ["rr-token-renew"]),
+        "{:?}",
+        threads_named("rr-")
+    );
+    drop(tokens);
+    assert!(
+        threads_named("rr-").is_empty(),
+        "joined when the last clone is dropped: {:?}",
         threads_named("rr-")
     );
 }

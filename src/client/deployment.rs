@@ -53,6 +53,11 @@ pub(crate) struct Deployment {
 impl Deployment {
     pub(crate) fn new(options: Arc<Options>, wake: Sender<Wake>) -> Deployment {
         let credentials_generation = options.credentials.as_ref().map_or(0, |p| p.generation());
+        let credentials_failures = options
+            .credentials
+            .as_ref()
+            .and_then(|p| p.renewal_failure())
+            .map_or(0, |f| f.sequence);
         Deployment {
             events: Arc::new(EventBus::new()),
             registry: Arc::new(Registry::new()),
@@ -64,7 +69,10 @@ impl Deployment {
             breaker: None,
             notify: None,
             maint_ring: Arc::new(EventRing::new()),
-            reauth: super::reauth::ReauthState::starting_at(credentials_generation),
+            reauth: super::reauth::ReauthState::starting_at(
+                credentials_generation,
+                credentials_failures,
+            ),
             tls_unverified_warned: Arc::new(AtomicBool::new(false)),
             roles: (options.service_name.is_some() || options.endpoints.len() > 1)
                 .then(|| Arc::new(Roles::new(options.service_name.is_some()))),

@@ -43,8 +43,14 @@ pub enum ClientEvent {
     /// [`HandoffReport`](crate::maintenance::HandoffReport)); a recycle is also reported
     /// as `ConnectionFailed` with `FailureKind::MaintenanceHandoff`, then restored.
     Handoff(crate::maintenance::HandoffReport),
-    /// The credentials provider failed when asked for renewed credentials; it is asked
-    /// again with back-off while the connections keep the credentials they have.
+    /// The credentials provider failed to give renewed credentials: when asked for
+    /// them by a re-authentication round (it is asked again with back-off), or on its
+    /// own, as reported by
+    /// [`CredentialsProvider::renewal_failure`](crate::config::CredentialsProvider::renewal_failure)
+    /// (a [`TokenCredentials`](crate::config::TokenCredentials) that cannot reach its
+    /// identity service; it retries by itself, and the error's text says how long the
+    /// token in use has left). Either way the connections keep the credentials they
+    /// have.
     CredentialsUnavailable {
         /// The provider's error.
         error: Error,

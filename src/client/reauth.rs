@@ -20,7 +20,10 @@
 //! counted reaches the new one; until then the old credentials are still in use.
 //!
 //! The supervisor only looks (a few atomic reads per node per tick); the sending and
-//! waiting happen on an `rr-reauth` worker.
+//! waiting happen on an `rr-reauth` worker. It also raises the provider's own failures
+//! (a token it could not renew: `CredentialsProvider::renewal_failure`) as
+//! `ClientEvent::CredentialsUnavailable`, once per failure and client: the provider
+//! lives in `config`, below the client, and cannot raise events itself.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -50,13 +53,18 @@ pub(crate) struct ReauthState {
     running: AtomicBool,
     /// The provider or an `AUTH` failed: (failures in a row, when to try again).
     backoff: Mutex<(u32, Option<Instant>)>,
+    /// The newest of the provider's own failures raised as an event (its sequence).
+    failures_reported: AtomicU64,
 }
 
 impl ReauthState {
-    /// Connections about to open take the provider's credentials of `generation`.
-    pub(crate) fn starting_at(generation: u64) -> ReauthState {
+    /// Connections about to open take the provider's credentials of `generation`; the
+    /// provider's failures up to `failures_seen` happened before the client (they are
+    /// not raised).
+    pub(crate) fn starting_at(generation: u64, failures_seen: u64) -> ReauthState {
         ReauthState {
             announced: AtomicU64::new(generation),
+            failures_reported: AtomicU64::new(failures_seen),
             ..ReauthState::default()
         }
     }
@@ -76,6 +84,7 @@ pub(crate) fn check(deployment: &Arc<Deployment>) {
         return;
     };
     let state = &deployment.reauth;
+    report_provider_failure(deployment, &*provider);
     announce(deployment, &*provider);
     let generation = provider.generation();
     if state.backoff.lock().1.is_some_and(|at| Instant::now() < at)
@@ -96,6 +105,22 @@ pub(crate) fn check(deployment: &Arc<Deployment>) {
     if let Err(e) = spawned {
         state.running.store(false, Ordering::Release);
         log::warn!("cannot start a re-authentication thread: {e}");
+    }
+}
+
+/// Raises the provider's own failure (a token it could not renew) once per client.
+fn report_provider_failure(deployment: &Deployment, provider: &dyn CredentialsProvider) {
+    let Some(failure) = provider.renewal_failure() else {
+        return;
+    };
+    let reported = &deployment.reauth.failures_reported;
+    if reported.fetch_max(failure.sequence, Ordering::AcqRel) < failure.sequence {
+        deployment
+            .events
+            .publish(ClientEvent::CredentialsUnavailable {
+                error: failure.error,
+                attempt: failure.attempt,
+            });
     }
 }
 

@@ -4,11 +4,12 @@
 
 use std::fmt;
 use std::sync::Arc;
+use std::time::Duration;
 
 use parking_lot::RwLock;
 
 use super::options::Secret;
-use crate::error::Result;
+use crate::error::{Error, Result};
 
 /// A user name (ACL) and its secret, as `AUTH` sends them.
 #[derive(Clone)]
@@ -63,8 +64,9 @@ impl fmt::Debug for Credentials {
 ///
 /// It runs on the thread that opens the connection, under that connection's connect
 /// timeout: keep it quick (cache a token and renew it ahead of time rather than call an
-/// identity service here). An error fails that connection attempt with the error's
-/// kind, and the client tries again with its usual back-off.
+/// identity service here: [`TokenCredentials`](super::TokenCredentials) does that for
+/// short-lived tokens). An error fails that connection attempt with the error's kind,
+/// and the client tries again with its usual back-off.
 ///
 /// ```
 /// use std::sync::Arc;
@@ -93,6 +95,76 @@ pub trait CredentialsProvider: Send + Sync + fmt::Debug {
     fn generation(&self) -> u64 {
         0
     }
+
+    /// The provider's latest failure to obtain new credentials on its own (a token
+    /// source that cannot reach its identity service), kept after later successes;
+    /// `None` if it never failed, and always for a provider that does not renew by
+    /// itself (the default).
+    ///
+    /// Every client using the provider looks at it at each supervisor tick (50-250 ms)
+    /// and raises [`ClientEvent::CredentialsUnavailable`](crate::ClientEvent::CredentialsUnavailable)
+    /// once for each new [`sequence`](RenewalFailure::sequence) (several failures
+    /// within one tick: the latest, whose `attempt` counts them). A provider lives
+    /// below the client and cannot raise the event itself; this is how it is heard.
+    ///
+    /// ```
+    /// use std::time::{Duration, Instant};
+    /// use resilient_redis::config::{Credentials, CredentialsProvider, Token, TokenCredentials};
+    /// use resilient_redis::{Error, ErrorKind};
+    /// let mut up = true;
+    /// let tokens = TokenCredentials::builder(move || {
+    ///     if std::mem::replace(&mut up, false) {
+    ///         Ok(Token::new(Credentials::user("app", "t1"), Duration::from_millis(400)))
+    ///     } else {
+    ///         Err(Error::new(ErrorKind::Connect, "identity service unreachable"))
+    ///     }
+    /// })
+    /// .start()?;
+    /// assert!(tokens.renewal_failure().is_none());
+    /// // The renewal is due after 300 ms (75 % of the token's life), and fails.
+    /// let deadline = Instant::now() + Duration::from_secs(5);
+    /// let failure = loop {
+    ///     if let Some(failure) = tokens.renewal_failure() {
+    ///         break failure;
+    ///     }
+    ///     assert!(Instant::now() < deadline, "no failure reported");
+    ///     std::thread::sleep(Duration::from_millis(20));
+    /// };
+    /// assert_eq!(failure.error.kind(), ErrorKind::Connect);
+    /// assert!(failure.sequence >= 1);
+    /// # Ok::<(), resilient_redis::Error>(())
+    /// ```
+    fn renewal_failure(&self) -> Option<RenewalFailure> {
+        None
+    }
+}
+
+/// A provider's failure to obtain new credentials on its own (see
+/// [`CredentialsProvider::renewal_failure`]).
+///
+/// ```
+/// use resilient_redis::config::RenewalFailure;
+/// fn describe(f: &RenewalFailure) -> String {
+///     match f.valid_for {
+///         Some(left) => format!("renewal failing ({} in a row), {left:?} left", f.attempt),
+///         None => format!("no valid credentials: {}", f.error),
+///     }
+/// }
+/// # let _ = describe;
+/// ```
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct RenewalFailure {
+    /// What went wrong (the token source's own error, its kind kept; never a secret).
+    pub error: Error,
+    /// Failures in a row, this one included (1 after a success).
+    pub attempt: u32,
+    /// Failures since the provider started: grows by one with each, so an observer
+    /// tells a new failure from one it has seen.
+    pub sequence: u64,
+    /// What the credentials in use had left when it happened; `None` if they had
+    /// ended (connections that open now fail, until a renewal succeeds).
+    pub valid_for: Option<Duration>,
 }
 
 /// The simplest provider: credentials held in memory, replaced with [`set`](Self::set)

@@ -10,12 +10,13 @@ mod option_string;
 mod options;
 mod parse;
 mod provider;
+mod token;
 mod url;
 
 #[cfg(test)]
 mod tests;
 
-pub use credentials::{Credentials, CredentialsProvider, RotatingCredentials};
+pub use credentials::{Credentials, CredentialsProvider, RenewalFailure, RotatingCredentials};
 #[cfg(test)]
 pub(crate) use options::Explicit;
 pub use options::{
@@ -23,6 +24,7 @@ pub use options::{
     Protocol, Secret, TlsOptions,
 };
 pub(crate) use parse::parse_endpoint;
+pub use token::{Token, TokenCredentials, TokenCredentialsBuilder, TokenSource};
 
 /// The names `defaults=<name>` accepts.
 #[allow(dead_code)] // read by the provider registry's tests

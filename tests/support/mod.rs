@@ -6,6 +6,7 @@
 #![allow(dead_code)]
 
 pub mod cluster;
+pub mod load;
 pub mod sentinel;
 
 use std::collections::BTreeSet;
