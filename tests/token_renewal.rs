@@ -191,7 +191,10 @@ fn an_identity_service_down_while_the_token_serves_fails_no_call_and_recovers() 
     let Some(server) = RedisServer::start() else {
         return;
     };
-    let identity = Identity::new(&server, "down", Duration::from_secs(4));
+    // 8 s: the half left when the renewal falls due (4 s) must outlast two failed
+    // attempts and their events on a loaded machine (with 4 s tokens it once did not).
+    let lifetime = Duration::from_secs(8);
+    let identity = Identity::new(&server, "down", lifetime);
     let tokens = TokenCredentials::builder(identity.source())
         .renew_after(0.5)
         .retry_delays(Duration::from_millis(100), Duration::from_secs(1))
@@ -210,8 +213,8 @@ fn an_identity_service_down_while_the_token_serves_fails_no_call_and_recovers() 
     let db = client.database();
     let writers = Writers::start(&db, "down");
     identity.down.store(true, Ordering::SeqCst);
-    // The renewal is due after 2 s; it fails, and is tried again.
-    let deadline = Instant::now() + Duration::from_secs(10);
+    // The renewal is due after 4 s; it fails, and is tried again.
+    let deadline = Instant::now() + Duration::from_secs(15);
     let mut unavailable = Vec::new();
     while unavailable.len() < 2 {
         match watch.recv_deadline(deadline) {
@@ -243,7 +246,7 @@ fn an_identity_service_down_while_the_token_serves_fails_no_call_and_recovers() 
     );
     let issued = identity.issued_at.lock().unwrap().clone();
     assert!(
-        issued[1] < issued[0] + Duration::from_secs(4),
+        issued[1] < issued[0] + lifetime,
         "renewed before the token in use ended: {:?} after it was issued",
         issued[1] - issued[0]
     );
