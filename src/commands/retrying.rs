@@ -94,7 +94,7 @@ pub(crate) fn send(
 /// Waits (bounded by `failover_delay`) for the active member to be another one.
 fn wait_for_failover(router: &dyn Router, from: u64, policy: &RetryPolicy) -> bool {
     let clock = &policy.clock;
-    let deadline = crate::connection::deadline_after(clock.now(), policy.failover_delay);
+    let deadline = crate::clock::deadline_after(clock.now(), policy.failover_delay);
     loop {
         let seen = router.change_generation();
         if router.active_member().is_some_and(|(id, _)| id != from) {

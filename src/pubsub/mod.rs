@@ -19,8 +19,8 @@ pub use message::{Message, MessageKind};
 pub use registry::SUBSCRIPTION_QUEUE_BOUND;
 pub(crate) use registry::{Key, Registry};
 
+use crate::clock::deadline_after;
 use crate::commands::{Cmd, Database, RetryCategory};
-use crate::connection::deadline_after;
 use crate::error::{Error, ErrorKind, Result};
 
 /// Where subscribe and unsubscribe frames go: the deployment's subscription
