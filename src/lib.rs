@@ -81,6 +81,7 @@
 pub mod availability;
 mod client;
 pub mod clock;
+mod command;
 mod commands;
 #[cfg(feature = "redis-compat")]
 mod compat;

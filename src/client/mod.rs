@@ -14,6 +14,7 @@ pub(crate) mod node;
 mod reauth;
 pub(crate) mod roles;
 mod router;
+pub(crate) use router::Router;
 pub(crate) mod sentinel;
 pub(crate) mod status;
 pub(crate) mod supervisor;

@@ -9,10 +9,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::database::Router;
 use super::Cmd;
 use crate::availability::{FaultContext, RetryDecision, RetryPolicy};
 use crate::client::supervisor::jitter_fraction;
+use crate::client::Router;
 use crate::connection::CallTimeout;
 use crate::error::{Error, ErrorKind, Result};
 use crate::resp::Value;
