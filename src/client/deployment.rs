@@ -14,7 +14,6 @@ use super::node::Node;
 use super::roles::Roles;
 use super::supervisor::Wake;
 use super::{MemberSignal, Notify};
-use crate::availability::BreakerPolicy;
 use crate::clock;
 use crate::config::{Endpoint, Options};
 use crate::connection::transport::Dial;
@@ -22,6 +21,7 @@ use crate::connection::{tls, ConnectionConfig, ConnectionInfo, PushHandler};
 use crate::error::{Error, FailureKind, Result};
 use crate::maintenance::timeouts::ServerTimeouts;
 use crate::maintenance::{EventRing, ServerMaintenance};
+use crate::policy::BreakerPolicy;
 use crate::pubsub::{self, Registry};
 use crate::resp::Value;
 

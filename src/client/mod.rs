@@ -417,7 +417,7 @@ impl Client {
 
 /// What a group hands to its members' clients.
 pub(crate) struct MemberSetup {
-    pub breaker: Option<Arc<dyn crate::availability::BreakerPolicy>>,
+    pub breaker: Option<Arc<dyn crate::policy::BreakerPolicy>>,
     /// Told how the member's interactive connections fare (never blocks: it only
     /// queues a message for the group's supervisor).
     pub notify: Notify,

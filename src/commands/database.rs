@@ -8,10 +8,10 @@ use super::batch::{Batch, Transaction};
 use super::from_value::FromValue;
 use super::Cmd;
 use super::{retrying, Commands};
-use crate::availability::RetryPolicy;
 use crate::client::Router;
 use crate::connection::CallTimeout;
 use crate::error::{Error, ErrorKind, Result};
+use crate::policy::RetryPolicy;
 use crate::resp::Value;
 
 /// A handle for running commands: `Clone + Send + Sync` and cheap to clone.

@@ -10,11 +10,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::Cmd;
-use crate::availability::{FaultContext, RetryDecision, RetryPolicy};
 use crate::client::supervisor::jitter_fraction;
 use crate::client::Router;
 use crate::connection::CallTimeout;
 use crate::error::{Error, ErrorKind, Result};
+use crate::policy::{FaultContext, RetryDecision, RetryPolicy};
 use crate::resp::Value;
 
 /// How often a retry looks whether the group has failed over yet.

@@ -33,11 +33,11 @@ use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
 
-use crate::availability::{Accumulator, BreakerPolicy, FaultContext};
 use crate::clock::deadline_after;
 use crate::config::{Endpoint, Options, Protocol};
 use crate::error::{Error, ErrorKind, FailureKind, Result};
 use crate::maintenance::timeouts::ServerTimeouts;
+use crate::policy::{Accumulator, BreakerPolicy, FaultContext};
 use crate::resp::{Decoder, Value};
 pub(crate) use deadline::{CallTimeout, Deadline};
 use slot::{Outcome, Slot, Waited};
