@@ -31,12 +31,11 @@ pub use events::{ClientEvent, EVENT_QUEUE_BOUND};
 pub use cluster::ClusterStats;
 pub use status::{ClientStatus, NodeStatus};
 
-use crate::commands::Database;
 use crate::config::{Endpoint, Options};
 use crate::connection::slot::Outcome;
 use crate::connection::{Connection, Deadline};
 use crate::error::{Error, ErrorKind, Result};
-use crate::pubsub::Subscriber;
+use crate::pubsub::{Publisher, Subscriber};
 use crate::resp::{write_arg, write_command_header, Value};
 pub(crate) use deployment::Deployment;
 pub(crate) use node::Node;
@@ -230,17 +229,20 @@ impl Client {
         })
     }
 
-    /// A handle for running commands (cheap; clones share everything).
-    pub fn database(&self) -> Database {
-        Database::new(Arc::new(router::DeploymentRouter::new(self.handle.clone())))
+    // `database()` and `subscriber()` return types of the layer above (`commands`), so
+    // they are defined there, from these two.
+
+    /// The router behind this client's `Database`s.
+    pub(crate) fn router(&self) -> Arc<dyn Router> {
+        Arc::new(router::DeploymentRouter::new(self.handle.clone()))
     }
 
-    /// Subscribes and publishes (see [`Subscriber`]).
-    pub fn subscriber(&self) -> Subscriber {
+    /// A `Subscriber` whose `PUBLISH` goes through `publisher`.
+    pub(crate) fn subscriber_publishing_to(&self, publisher: Arc<dyn Publisher>) -> Subscriber {
         Subscriber::new(
             self.handle.inner.deployment.registry.clone(),
             Arc::new(router::DeploymentRouter::new(self.handle.clone())),
-            self.database(),
+            publisher,
             self.handle.inner.options.command_timeout,
         )
     }

@@ -1,10 +1,14 @@
 //! Commands: the `Database` handle, the `Cmd` builder, batches and transactions,
 //! typed commands by family, and the conversions to and from Redis values.
 //!
-//! Owns: what a command is and what its reply becomes. Must never: know which
-//! connection carries a command (that is the router's business).
+//! Owns: the typed API over a command and what its reply becomes, and the handles a
+//! `Client` gives out of this layer (`Client::database`, `Client::subscriber`). It sits
+//! above `client`, sending through `client::Router`; the command itself (`Cmd`, flags)
+//! is the lower `command` module, re-exported here. Must never: know which connection
+//! carries a command (that is the router's business).
 
 mod batch;
+mod client_handles;
 mod database;
 mod from_value;
 mod retrying;
