@@ -229,8 +229,8 @@ impl Client {
         })
     }
 
-    // `database()` and `subscriber()` return types of the layer above (`commands`), so
-    // they are defined there, from these two.
+    // `database()` and `subscriber()` need `Database`, from the layer above, so they
+    // are defined there (commands/client_handles.rs), from these two.
 
     /// The router behind this client's `Database`s.
     pub(crate) fn router(&self) -> Arc<dyn Router> {
