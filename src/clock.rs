@@ -72,3 +72,11 @@ impl Clock for ManualClock {
 pub fn system() -> Arc<dyn Clock> {
     Arc::new(SystemClock)
 }
+
+/// `start + d`, saturating far in the future instead of overflowing (`BLPOP 0` waits
+/// "forever", which `Instant` cannot represent).
+pub(crate) fn deadline_after(start: Instant, d: Duration) -> Instant {
+    start
+        .checked_add(d)
+        .unwrap_or_else(|| start + Duration::from_secs(100 * 365 * 24 * 3600))
+}

@@ -81,6 +81,7 @@
 pub mod availability;
 mod client;
 pub mod clock;
+mod command;
 mod commands;
 #[cfg(feature = "redis-compat")]
 mod compat;
@@ -88,6 +89,7 @@ pub mod config;
 pub(crate) mod connection;
 mod error;
 pub mod maintenance;
+mod policy;
 pub mod pubsub;
 pub mod resolve;
 pub mod resp;

@@ -19,8 +19,8 @@ use super::options::GroupOptions;
 use super::shared::{GroupShared, Handle};
 use super::supervisor;
 use crate::client::{Client, MemberSetup};
+use crate::clock::deadline_after;
 use crate::commands::Database;
-use crate::connection::deadline_after;
 use crate::error::{Error, ErrorKind, Result};
 
 /// A group of deployments served as one: the best member is active, and callers'

@@ -5,11 +5,9 @@
 //! Owns: which member serves. Must never: block a caller or another member's checks on
 //! one member's probe, or let a slow event consumer delay selection.
 
-mod breaker;
 mod checks;
 mod core;
 mod events;
-mod fault;
 mod group;
 mod health;
 mod inbox;
@@ -18,16 +16,20 @@ mod member;
 mod options;
 mod probes;
 mod pubsub;
-mod retry;
 mod router;
 mod shared;
 mod status;
 mod supervisor;
 mod target;
 
-pub use breaker::{Accumulator, BreakerPolicy, CircuitBreaker, CircuitBreakerBuilder};
+// The breaker, retry and fault policies live in `policy`, below `connection`; their
+// public path stays here.
+pub use crate::policy::{
+    Accumulator, BreakerPolicy, CircuitBreaker, CircuitBreakerBuilder, FaultContext, RetryDecision,
+    RetryPolicy,
+};
+
 pub use events::{ChangeReason, GroupEvent};
-pub use fault::FaultContext;
 pub use group::Group;
 pub use health::{
     AllSuccess, AnySuccess, HealthCheck, MajoritySuccess, ProbeCounts, ProbePolicy, ProbeScope,
@@ -40,6 +42,5 @@ pub use member::Member;
 pub use options::GroupOptions;
 pub use probes::{IsConnected, KeyWrite, Ping, StringSet};
 pub use pubsub::{GroupCallbackSubscription, GroupSubscriber, GroupSubscription};
-pub use retry::{RetryDecision, RetryPolicy};
 pub use status::{GroupStatus, MemberStatus};
 pub use target::{Probe, ProbeResult, ProbeTarget};

@@ -3,9 +3,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::breaker::CircuitBreaker;
 use super::health::HealthCheck;
 use crate::clock::{self, Clock};
+use crate::policy::CircuitBreaker;
 
 /// Settings of a group.
 #[derive(Clone, Debug)]

@@ -212,10 +212,7 @@ impl GroupSubscription {
     /// Waits up to `timeout` for the next message from the active member; messages
     /// from other members are dropped as they are met.
     pub fn recv_timeout(&self, timeout: Duration) -> Result<Message> {
-        self.next(Some(crate::connection::deadline_after(
-            Instant::now(),
-            timeout,
-        )))
+        self.next(Some(crate::clock::deadline_after(Instant::now(), timeout)))
     }
 
     /// The next message from the active member, if one is queued.

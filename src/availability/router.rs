@@ -10,8 +10,10 @@ use std::time::{Duration, Instant};
 
 use super::member::Member;
 use super::shared::Handle;
-use crate::commands::{Cmd, Router};
-use crate::connection::{deadline_after, CallTimeout};
+use crate::client::Router;
+use crate::clock::deadline_after;
+use crate::command::Cmd;
+use crate::connection::CallTimeout;
 use crate::error::{Error, ErrorKind, Result};
 use crate::resp::Value;
 

@@ -14,14 +14,14 @@ use super::node::Node;
 use super::roles::Roles;
 use super::supervisor::Wake;
 use super::{MemberSignal, Notify};
-use crate::availability::BreakerPolicy;
 use crate::clock;
 use crate::config::{Endpoint, Options};
-use crate::connection::timeouts::ServerTimeouts;
 use crate::connection::transport::Dial;
 use crate::connection::{tls, ConnectionConfig, ConnectionInfo, PushHandler};
 use crate::error::{Error, FailureKind, Result};
+use crate::maintenance::timeouts::ServerTimeouts;
 use crate::maintenance::{EventRing, ServerMaintenance};
+use crate::policy::BreakerPolicy;
 use crate::pubsub::{self, Registry};
 use crate::resp::Value;
 

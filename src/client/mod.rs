@@ -14,6 +14,7 @@ pub(crate) mod node;
 mod reauth;
 pub(crate) mod roles;
 mod router;
+pub(crate) use router::Router;
 pub(crate) mod sentinel;
 pub(crate) mod status;
 pub(crate) mod supervisor;
@@ -30,12 +31,11 @@ pub use events::{ClientEvent, EVENT_QUEUE_BOUND};
 pub use cluster::ClusterStats;
 pub use status::{ClientStatus, NodeStatus};
 
-use crate::commands::Database;
 use crate::config::{Endpoint, Options};
 use crate::connection::slot::Outcome;
 use crate::connection::{Connection, Deadline};
 use crate::error::{Error, ErrorKind, Result};
-use crate::pubsub::Subscriber;
+use crate::pubsub::{Publisher, Subscriber};
 use crate::resp::{write_arg, write_command_header, Value};
 pub(crate) use deployment::Deployment;
 pub(crate) use node::Node;
@@ -229,17 +229,20 @@ impl Client {
         })
     }
 
-    /// A handle for running commands (cheap; clones share everything).
-    pub fn database(&self) -> Database {
-        Database::new(Arc::new(router::DeploymentRouter::new(self.handle.clone())))
+    // `database()` and `subscriber()` need `Database`, from the layer above, so they
+    // are defined there (commands/client_handles.rs), from these two.
+
+    /// The router behind this client's `Database`s.
+    pub(crate) fn router(&self) -> Arc<dyn Router> {
+        Arc::new(router::DeploymentRouter::new(self.handle.clone()))
     }
 
-    /// Subscribes and publishes (see [`Subscriber`]).
-    pub fn subscriber(&self) -> Subscriber {
+    /// A `Subscriber` whose `PUBLISH` goes through `publisher`.
+    pub(crate) fn subscriber_publishing_to(&self, publisher: Arc<dyn Publisher>) -> Subscriber {
         Subscriber::new(
             self.handle.inner.deployment.registry.clone(),
             Arc::new(router::DeploymentRouter::new(self.handle.clone())),
-            self.database(),
+            publisher,
             self.handle.inner.options.command_timeout,
         )
     }
@@ -416,7 +419,7 @@ impl Client {
 
 /// What a group hands to its members' clients.
 pub(crate) struct MemberSetup {
-    pub breaker: Option<Arc<dyn crate::availability::BreakerPolicy>>,
+    pub breaker: Option<Arc<dyn crate::policy::BreakerPolicy>>,
     /// Told how the member's interactive connections fare (never blocks: it only
     /// queues a message for the group's supervisor).
     pub notify: Notify,

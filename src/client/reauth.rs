@@ -200,7 +200,7 @@ fn run_round(d: &Deployment, provider: &dyn CredentialsProvider) {
         d.options.reconnect_max_delay,
         super::supervisor::jitter_fraction(),
     );
-    backoff.1 = Some(crate::connection::deadline_after(Instant::now(), delay));
+    backoff.1 = Some(crate::clock::deadline_after(Instant::now(), delay));
     if let Some(error) = provider_error {
         log::warn!("the credentials provider failed ({error}); asking again in {delay:?}");
         d.events.publish(ClientEvent::CredentialsUnavailable {

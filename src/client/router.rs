@@ -1,6 +1,8 @@
-//! The router behind a client's `Database` and `Subscriber`: a standalone server gets
-//! every command; a cluster routes by slot (see `cluster/`). Blocking commands go to
-//! a leased connection either way.
+//! `Router`, the seam a `Database` sends through (defined here, below `commands`, so a
+//! layer that routes implements it without reaching up), and the router behind a
+//! client's `Database` and `Subscriber`: a standalone server gets every command; a
+//! cluster routes by slot (see `cluster/`). Blocking commands go to a leased
+//! connection either way.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -9,13 +11,53 @@ use super::blocking::Lease;
 use super::cluster::ClusterRouter;
 use super::roles::{is_readonly, Roles};
 use super::{ClientHandle, Deployment};
-use crate::commands::{Cmd, RetryCategory, Router};
+use crate::command::{Cmd, RetryCategory};
 use crate::config::BacklogPolicy;
 use crate::connection::slot::Outcome;
 use crate::connection::{CallTimeout, Deadline};
 use crate::error::{Error, ErrorKind, FailureKind, Result};
 use crate::pubsub::{Key, PubSubLinks};
 use crate::resp::Value;
+
+/// Where a `Database` sends its commands: one deployment, a cluster slot map, or the
+/// active member of a group.
+pub(crate) trait Router: Send + Sync {
+    /// Sends one command and returns its reply (error replies included, unconverted).
+    /// `call` carries the call's start: every layer bounds the call from it, so time
+    /// spent in one (a group's backlog) is never given again by the next.
+    fn send(&self, cmd: &Cmd, call: CallTimeout) -> Result<Value>;
+
+    /// Sends commands pipelined and returns one reply each, in order. `atomic`: a
+    /// MULTI/EXEC transaction, which must go whole to one connection.
+    fn send_many(&self, cmds: &[Cmd], call: CallTimeout, atomic: bool) -> Result<Vec<Value>>;
+
+    /// A router bound to one dedicated connection (on the server owning `key`), for a
+    /// sequence that must not share its connection: WATCH, reads, MULTI/EXEC.
+    fn leased(&self, key: Option<&[u8]>, timeout: Option<Duration>) -> Result<Arc<dyn Router>>;
+
+    /// The group member serving now (id, name); `None` outside a group.
+    fn active_member(&self) -> Option<(u64, String)> {
+        None
+    }
+
+    /// The router of one group member, whether it serves or not (a retry decided
+    /// "same server" stays on the member it was made on); `None` outside a group.
+    fn member_router(&self, _id: u64) -> Option<Arc<dyn Router>> {
+        None
+    }
+
+    /// A counter that moves whenever the group changes (its active member, a member's
+    /// connection); `None` outside a group.
+    fn change_generation(&self) -> Option<u64> {
+        None
+    }
+
+    /// Waits up to `timeout` for the change generation to move past `seen`; whether
+    /// it did (a retry waiting for a failover wakes at once instead of polling).
+    fn wait_change(&self, _seen: u64, _timeout: Duration) -> bool {
+        false
+    }
+}
 
 pub(crate) struct DeploymentRouter {
     // Holding the handle keeps the client alive while any `Database` exists.

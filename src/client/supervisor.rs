@@ -366,7 +366,7 @@ fn reconnect_if_due(node: &Node, link: &Link) -> Option<Result<Connection, ()>> 
                 options.reconnect_max_delay,
                 jitter_fraction(),
             );
-            st.next_at = Some(crate::connection::deadline_after(Instant::now(), delay));
+            st.next_at = Some(crate::clock::deadline_after(Instant::now(), delay));
             log::debug!(
                 "{}: reconnect attempt {} failed ({error}); next in {delay:?}",
                 node.endpoint,

@@ -10,11 +10,11 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
-use super::cmd::Cmd;
 use super::database::{convert, Database};
 use super::from_value::FromValue;
-use super::to_args::ToArgs;
+use super::Cmd;
 use super::Commands;
+use super::ToArgs;
 use crate::error::{Error, ErrorKind, Result};
 use crate::resp::Value;
 
@@ -208,7 +208,7 @@ impl Transaction {
         }
     }
 
-    pub(crate) fn router(&self) -> &Arc<dyn super::Router> {
+    pub(crate) fn router(&self) -> &Arc<dyn crate::client::Router> {
         self.db.router()
     }
 

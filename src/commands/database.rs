@@ -5,53 +5,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::batch::{Batch, Transaction};
-use super::cmd::Cmd;
 use super::from_value::FromValue;
+use super::Cmd;
 use super::{retrying, Commands};
-use crate::availability::RetryPolicy;
+use crate::client::Router;
 use crate::connection::CallTimeout;
 use crate::error::{Error, ErrorKind, Result};
+use crate::policy::RetryPolicy;
 use crate::resp::Value;
-
-/// Where a `Database` sends its commands: one deployment, a cluster slot map, or the
-/// active member of a group.
-pub(crate) trait Router: Send + Sync {
-    /// Sends one command and returns its reply (error replies included, unconverted).
-    /// `call` carries the call's start: every layer bounds the call from it, so time
-    /// spent in one (a group's backlog) is never given again by the next.
-    fn send(&self, cmd: &Cmd, call: CallTimeout) -> Result<Value>;
-
-    /// Sends commands pipelined and returns one reply each, in order. `atomic`: a
-    /// MULTI/EXEC transaction, which must go whole to one connection.
-    fn send_many(&self, cmds: &[Cmd], call: CallTimeout, atomic: bool) -> Result<Vec<Value>>;
-
-    /// A router bound to one dedicated connection (on the server owning `key`), for a
-    /// sequence that must not share its connection: WATCH, reads, MULTI/EXEC.
-    fn leased(&self, key: Option<&[u8]>, timeout: Option<Duration>) -> Result<Arc<dyn Router>>;
-
-    /// The group member serving now (id, name); `None` outside a group.
-    fn active_member(&self) -> Option<(u64, String)> {
-        None
-    }
-
-    /// The router of one group member, whether it serves or not (a retry decided
-    /// "same server" stays on the member it was made on); `None` outside a group.
-    fn member_router(&self, _id: u64) -> Option<Arc<dyn Router>> {
-        None
-    }
-
-    /// A counter that moves whenever the group changes (its active member, a member's
-    /// connection); `None` outside a group.
-    fn change_generation(&self) -> Option<u64> {
-        None
-    }
-
-    /// Waits up to `timeout` for the change generation to move past `seen`; whether
-    /// it did (a retry waiting for a failover wakes at once instead of polling).
-    fn wait_change(&self, _seen: u64, _timeout: Duration) -> bool {
-        false
-    }
-}
 
 /// A handle for running commands: `Clone + Send + Sync` and cheap to clone.
 ///

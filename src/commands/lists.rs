@@ -10,8 +10,8 @@
 
 use std::time::Duration;
 
-use super::cmd::ArgWriter;
 use super::time_args::BlockSeconds;
+use super::ArgWriter;
 use super::{Cmd, Commands, FromValue, RetryCategory, RetryCategory::*, ToArgs};
 
 /// Which end of a list (`LEFT` is the head, index 0).

@@ -1,16 +1,17 @@
 //! Commands: the `Database` handle, the `Cmd` builder, batches and transactions,
 //! typed commands by family, and the conversions to and from Redis values.
 //!
-//! Owns: what a command is and what its reply becomes. Must never: know which
-//! connection carries a command (that is the router's business).
+//! Owns: the typed API over a command and what its reply becomes, and the handles a
+//! `Client` gives out of this layer (`Client::database`, `Client::subscriber`). It sits
+//! above `client`, sending through `client::Router`; the command itself (`Cmd`, flags)
+//! is the lower `command` module, re-exported here. Must never: know which connection
+//! carries a command (that is the router's business).
 
 mod batch;
-mod cmd;
+mod client_handles;
 mod database;
-mod flags;
 mod from_value;
 mod retrying;
-mod to_args;
 
 mod hashes;
 mod keys;
@@ -27,11 +28,12 @@ mod time_args;
 #[cfg(test)]
 mod recorder;
 
+// The command model lives in `command`, below `client`; re-exported so the typed API
+// and its users keep one path.
+pub use crate::command::{ArgWriter, Cmd, CommandFlags, RetryCategory, ToArgs};
+
 pub use batch::{Batch, Handle, Transaction};
-pub use cmd::{ArgWriter, Cmd};
-pub(crate) use database::Router;
 pub use database::{CmdBuilder, Database};
-pub use flags::{CommandFlags, RetryCategory};
 pub use from_value::FromValue;
 pub use hashes::HashCommands;
 pub use keys::KeyCommands;
@@ -42,7 +44,6 @@ pub use sets::SetCommands;
 pub use sorted_sets::SortedSetCommands;
 pub use streams::{StreamCommands, StreamEntry};
 pub use strings::{SetOptions, StringCommands};
-pub use to_args::ToArgs;
 
 /// What the typed command traits are built on: something that can run a `Cmd`.
 ///

@@ -9,12 +9,12 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::database::Router;
 use super::Cmd;
-use crate::availability::{FaultContext, RetryDecision, RetryPolicy};
 use crate::client::supervisor::jitter_fraction;
+use crate::client::Router;
 use crate::connection::CallTimeout;
 use crate::error::{Error, ErrorKind, Result};
+use crate::policy::{FaultContext, RetryDecision, RetryPolicy};
 use crate::resp::Value;
 
 /// How often a retry looks whether the group has failed over yet.
@@ -94,7 +94,7 @@ pub(crate) fn send(
 /// Waits (bounded by `failover_delay`) for the active member to be another one.
 fn wait_for_failover(router: &dyn Router, from: u64, policy: &RetryPolicy) -> bool {
     let clock = &policy.clock;
-    let deadline = crate::connection::deadline_after(clock.now(), policy.failover_delay);
+    let deadline = crate::clock::deadline_after(clock.now(), policy.failover_delay);
     loop {
         let seen = router.change_generation();
         if router.active_member().is_some_and(|(id, _)| id != from) {

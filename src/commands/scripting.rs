@@ -6,8 +6,8 @@
 
 use std::sync::Arc;
 
-use super::cmd::ArgWriter;
 use super::sha1::sha1_hex;
+use super::ArgWriter;
 use super::{Cmd, CommandFlags, Commands, Database, FromValue, RetryCategory::*, ToArgs};
 use crate::error::{ErrorKind, Result};
 

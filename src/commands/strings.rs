@@ -8,8 +8,8 @@
 
 use std::time::Duration;
 
-use super::cmd::ArgWriter;
 use super::time_args::{millis_ceil, unix_millis};
+use super::ArgWriter;
 use super::{Cmd, Commands, FromValue, RetryCategory, RetryCategory::*, ToArgs};
 
 /// String commands (`GET`, `SET`, `INCR` ...), on `Database`, `Batch` and `Transaction`.

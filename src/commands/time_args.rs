@@ -8,8 +8,8 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use super::cmd::ArgWriter;
-use super::to_args::ToArgs;
+use super::ArgWriter;
+use super::ToArgs;
 
 /// Whole milliseconds, rounded up, saturating at `u64::MAX` (which the server then
 /// refuses as out of range rather than us wrapping around to a small number).

@@ -1,7 +1,9 @@
 //! Configuration: `Options`, `redis://` URLs and option strings.
 //!
-//! Owns: turning user text into `Options` and back. Must never: print a secret, or
-//! accept an unknown key or a bad value silently.
+//! Owns: turning user text into `Options` and back, and the registry of hosted
+//! providers whose defaults fill in what the user left unset (here rather than in
+//! `maintenance`, which sits above `config`). Must never: print a secret, or accept an
+//! unknown key or a bad value silently.
 
 mod credentials;
 mod display;
@@ -10,6 +12,7 @@ mod option_string;
 mod options;
 mod parse;
 mod provider;
+mod provider_registry;
 mod token;
 mod url;
 

@@ -1,4 +1,4 @@
-//! Applying a provider's defaults (the registry is `maintenance::providers`).
+//! Applying a provider's defaults (the registry is `provider_registry`).
 //!
 //! Owns: which provider applies to a set of options, and filling in its defaults where
 //! the user set nothing. Must never: override an explicit setting, or put a provider's
@@ -11,8 +11,8 @@
 //! copy, whose `Display` still omits the provider's values (they are re-derived from
 //! the endpoints or `defaults=` when the string is parsed again).
 
+use super::provider_registry::{self as providers, Provider};
 use super::{MaintNotifications, Options, Protocol, TlsOptions};
-use crate::maintenance::providers::{self, Provider};
 
 impl Options {
     /// The name of the provider whose defaults apply: the one chosen with

@@ -15,8 +15,8 @@
 
 use std::time::{Duration, Instant};
 
-use super::deadline_after;
-use super::timeouts::ServerTimeouts;
+use crate::clock::deadline_after;
+use crate::maintenance::timeouts::ServerTimeouts;
 
 /// When one call must be over: its start and its unrelaxed timeout.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -96,8 +96,8 @@ mod tests {
 
     use super::*;
     use crate::clock::{Clock, ManualClock};
-    use crate::connection::timeouts::Relaxation;
     use crate::error::MaintenanceKind;
+    use crate::maintenance::timeouts::Relaxation;
 
     const SEC: Duration = Duration::from_secs(1);
 

@@ -20,7 +20,6 @@ pub(crate) mod deadline;
 mod handshake;
 mod reader;
 pub(crate) mod slot;
-pub(crate) mod timeouts;
 pub(crate) mod tls;
 pub(crate) mod transport;
 mod writer;
@@ -34,13 +33,14 @@ use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
 
-use crate::availability::{Accumulator, BreakerPolicy, FaultContext};
+use crate::clock::deadline_after;
 use crate::config::{Endpoint, Options, Protocol};
 use crate::error::{Error, ErrorKind, FailureKind, Result};
+use crate::maintenance::timeouts::ServerTimeouts;
+use crate::policy::{Accumulator, BreakerPolicy, FaultContext};
 use crate::resp::{Decoder, Value};
 pub(crate) use deadline::{CallTimeout, Deadline};
 use slot::{Outcome, Slot, Waited};
-use timeouts::ServerTimeouts;
 use tls::TlsSetup;
 use transport::{ShutdownHandle, Transport, WriteHalf};
 
@@ -770,14 +770,6 @@ fn spawn(name: String, f: impl FnOnce() + Send + 'static) -> Result<JoinHandle<(
 
 fn millis(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
-}
-
-/// `start + d`, saturating far in the future instead of overflowing (`BLPOP 0` waits
-/// "forever", which `Instant` cannot represent).
-pub(crate) fn deadline_after(start: Instant, d: Duration) -> Instant {
-    start
-        .checked_add(d)
-        .unwrap_or_else(|| start + Duration::from_secs(100 * 365 * 24 * 3600))
 }
 
 /// How a request was queued.

@@ -128,7 +128,7 @@ pub(crate) fn connect_tcp(
     dial: &Dial,
     to: Option<SocketAddr>,
 ) -> Result<TcpStream> {
-    let deadline = super::deadline_after(Instant::now(), timeout);
+    let deadline = crate::clock::deadline_after(Instant::now(), timeout);
     let addrs = match to {
         Some(addr) => vec![addr],
         None => {

@@ -10,8 +10,8 @@ use super::event::{MaintenanceEvent, NotificationKind, SlotMigration};
 use super::handler::ServerMaintenance;
 use crate::clock::ManualClock;
 use crate::config::{Endpoint, Options};
-use crate::connection::timeouts::ServerTimeouts;
 use crate::error::MaintenanceKind;
+use crate::maintenance::timeouts::ServerTimeouts;
 use crate::resp::{Decoder, Value};
 
 fn from() -> Endpoint {

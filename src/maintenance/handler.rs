@@ -9,8 +9,8 @@ use std::sync::Arc;
 use super::dedup::{EventRing, SeenIds};
 use super::event::MaintenanceEvent;
 use super::parse::{parse, Parsed};
+use super::timeouts::{RelaxSettings, ServerTimeouts};
 use crate::config::{Endpoint, Options};
-use crate::connection::timeouts::{RelaxSettings, ServerTimeouts};
 use crate::resp::Value;
 
 /// Maintenance state of one server, shared by its connections across reconnects.

@@ -124,6 +124,15 @@
 //! their domain, or named with `defaults=<name>`, get `maintNotifications=auto` (and
 //! TLS / RESP3 where the deployment always has them) unless set explicitly.
 //!
+//! # Where this module sits
+//!
+//! Owns: the socket-free parts of maintenance: reading notifications, de-duplicating
+//! them, the relaxed-timeout state of each server (`timeouts`, read by `connection`
+//! whenever a timeout is checked), the endpoint type to ask for, the handoff decision
+//! and the advertised-address probe. It sits below `connection`, which consults it;
+//! the reactions that open connections (the handoff worker, slot-migration moves) live
+//! in `client`, above both. Must never: open a connection or reach a layer above.
+//!
 //! [`MaintNotifications`]: crate::config::MaintNotifications
 //! [`Client::maintenance_status`]: crate::Client::maintenance_status
 
@@ -135,8 +144,8 @@ pub mod handoff;
 mod optin;
 mod parse;
 mod probe;
-pub(crate) mod providers;
 mod report;
+pub(crate) mod timeouts;
 
 #[cfg(test)]
 mod capture_tests;

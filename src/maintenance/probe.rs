@@ -115,7 +115,7 @@ impl AdvertisedAddressProbe {
         budget: Duration,
         pause: &mut dyn FnMut(Duration) -> bool,
     ) -> ReplacementPoll {
-        let deadline = crate::connection::deadline_after(self.clock.now(), budget);
+        let deadline = crate::clock::deadline_after(self.clock.now(), budget);
         let mut attempts = 0u32;
         loop {
             attempts = attempts.saturating_add(1);

@@ -1,5 +1,8 @@
 //! Pub/sub: `Subscriber`, subscriptions (plain, pattern, sharded) and their delivery.
 //!
+//! Sits below `client` (whose supervisor re-subscribes from the registry) and publishes
+//! through the `Publisher` trait, which `commands::Database` implements from above.
+//!
 //! Owns: what is subscribed and where messages go. Must never: run user code or block
 //! on the reader thread (callbacks run on their own thread; queues are bounded and drop
 //! the oldest message when full), or lose a subscription across a reconnect.
@@ -19,8 +22,8 @@ pub use message::{Message, MessageKind};
 pub use registry::SUBSCRIPTION_QUEUE_BOUND;
 pub(crate) use registry::{Key, Registry};
 
-use crate::commands::{Cmd, Database, RetryCategory};
-use crate::connection::deadline_after;
+use crate::clock::deadline_after;
+use crate::command::{Cmd, RetryCategory};
 use crate::error::{Error, ErrorKind, Result};
 
 /// Where subscribe and unsubscribe frames go: the deployment's subscription
@@ -30,10 +33,17 @@ pub(crate) trait PubSubLinks: Send + Sync {
     fn send(&self, key: &Key, subscribe: bool) -> Result<()>;
 }
 
+/// Where `PUBLISH` goes: the client's (or group's) `Database`, which implements this in
+/// `commands`, a layer above this one.
+pub(crate) trait Publisher: Send + Sync {
+    /// Runs a `PUBLISH` or `SPUBLISH`: the number of subscribers that received it.
+    fn publish(&self, cmd: &Cmd) -> Result<i64>;
+}
+
 struct Inner {
     registry: Arc<Registry>,
     links: Arc<dyn PubSubLinks>,
-    db: Database,
+    publisher: Arc<dyn Publisher>,
     timeout: Duration,
 }
 
@@ -71,14 +81,14 @@ impl Subscriber {
     pub(crate) fn new(
         registry: Arc<Registry>,
         links: Arc<dyn PubSubLinks>,
-        db: Database,
+        publisher: Arc<dyn Publisher>,
         timeout: Duration,
     ) -> Subscriber {
         Subscriber {
             inner: Arc::new(Inner {
                 registry,
                 links,
-                db,
+                publisher,
                 timeout,
             }),
         }
@@ -135,7 +145,7 @@ impl Subscriber {
         let cmd = Cmd::typed("PUBLISH", RetryCategory::WriteAccumulating)
             .arg(channel.as_ref())
             .arg(payload.as_ref());
-        self.inner.db.query(&cmd)
+        self.inner.publisher.publish(&cmd)
     }
 
     /// `SPUBLISH channel payload` (sharded: routed by the channel's slot).
@@ -143,7 +153,7 @@ impl Subscriber {
         let cmd = Cmd::typed("SPUBLISH", RetryCategory::WriteAccumulating)
             .key(channel.as_ref())
             .arg(payload.as_ref());
-        self.inner.db.query(&cmd)
+        self.inner.publisher.publish(&cmd)
     }
 
     /// Registers a subscription without waiting for the server to confirm it (a group

@@ -313,5 +313,5 @@ fn unexpected(code: u16, body: &[u8], what: &str) -> LagOutcome {
 
 /// A deadline `timeout` from now (saturating).
 pub(crate) fn deadline(timeout: Duration) -> Instant {
-    crate::connection::deadline_after(Instant::now(), timeout)
+    crate::clock::deadline_after(Instant::now(), timeout)
 }

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use super::super::deployment::Deployment;
 use super::{key_slot, split, ClusterState};
-use crate::commands::{Cmd, RetryCategory};
+use crate::command::{Cmd, RetryCategory};
 use crate::config::Endpoint;
 use crate::connection::slot::Outcome;
 use crate::connection::{CallTimeout, Deadline};

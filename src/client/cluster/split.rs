@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use super::key_slot;
 use super::router::{single_slot, ClusterRouter, MAX_REDIRECTS};
-use crate::commands::Cmd;
+use crate::command::Cmd;
 use crate::config::Endpoint;
 use crate::connection::Deadline;
 use crate::error::{Error, ErrorKind, Result};
@@ -104,8 +104,8 @@ pub(super) fn run(
     }
 }
 
-fn category_flags(cmd: &Cmd) -> crate::commands::CommandFlags {
-    use crate::commands::{CommandFlags as F, RetryCategory as C};
+fn category_flags(cmd: &Cmd) -> crate::command::CommandFlags {
+    use crate::command::{CommandFlags as F, RetryCategory as C};
     match cmd.retry_category() {
         C::Always => F::RETRY_ALWAYS,
         C::Connection => F::RETRY_CONNECTION,

@@ -15,8 +15,8 @@ use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
 
+use crate::clock::deadline_after;
 use crate::config::Endpoint;
-use crate::connection::deadline_after;
 use crate::maintenance::{
     HandoffDecision, HandoffOutcome, HandoffReport, HandoffStats, MaintenanceEvent,
     NotificationKind, SlotMigration,

@@ -20,12 +20,12 @@ use crate::client::cluster::ClusterState;
 use crate::client::events::{ClientEvent, EventBus};
 use crate::client::supervisor::jitter_fraction;
 use crate::client::Node;
-use crate::clock;
+use crate::clock::{self, deadline_after};
 use crate::config::Options;
-use crate::connection::timeouts::RelaxSettings;
-use crate::connection::{deadline_after, Connection};
+use crate::connection::Connection;
 use crate::error::{FailureKind, Result};
 use crate::maintenance::handoff::{jitter, poll_interval};
+use crate::maintenance::timeouts::RelaxSettings;
 use crate::maintenance::{
     decide_handoff, AdvertisedAddressProbe, HandoffDecision, HandoffOutcome, HandoffReport,
     NotificationKind,

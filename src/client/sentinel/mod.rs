@@ -20,10 +20,10 @@ use super::roles::{self, Msg, Roles};
 use crate::clock;
 use crate::config::{Endpoint, MaintNotifications, Options, Protocol};
 use crate::connection::slot::Outcome;
-use crate::connection::timeouts::ServerTimeouts;
 use crate::connection::transport::Dial;
 use crate::connection::{tls, Connection, ConnectionConfig, ConnectionInfo, Deadline, PushHandler};
 use crate::error::{Error, ErrorKind, Result};
+use crate::maintenance::timeouts::ServerTimeouts;
 use crate::resp::{write_arg, write_command_header, Value};
 
 /// How long one sentinel query may take: a hung sentinel is skipped, not waited for.

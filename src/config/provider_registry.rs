@@ -5,7 +5,7 @@
 //! Resolution is by name against this fixed list only, never anything a configuration
 //! string could use to pick arbitrary code.
 
-use crate::config::MaintNotifications;
+use super::MaintNotifications;
 
 /// What a provider sets when the user did not.
 #[derive(Debug, PartialEq, Eq)]

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use super::fault::FaultContext;
 use crate::clock::{self, Clock};
-use crate::commands::RetryCategory;
+use crate::command::RetryCategory;
 
 /// Where a retry may go.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -1,7 +1,7 @@
 //! `FaultContext`: what happened to one operation, handed to circuit breakers and
 //! retry policies so they decide on a classification, never on an error's text.
 
-use crate::commands::RetryCategory;
+use crate::command::RetryCategory;
 use crate::config::Endpoint;
 use crate::error::{Error, ErrorKind, FailureKind, MaintenanceKind};
 
