@@ -3,7 +3,7 @@
 //! active member are delivered, and publishing goes to the active member. Seen from
 //! the caller it is pub/sub with the active member alone, through failovers.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -109,6 +109,7 @@ impl GroupSubscriber {
             changed_tx,
             changed_rx,
             ended: AtomicBool::new(false),
+            from_passive: AtomicU64::new(0),
         });
         // Following first: a member added meanwhile is subscribed once, not missed.
         let follower: Arc<dyn MemberFollower> = parts.clone();
@@ -142,6 +143,8 @@ struct Parts {
     changed_rx: Receiver<()>,
     /// Unsubscribed (a callback guard dropped) or the group closed.
     ended: AtomicBool,
+    /// Messages not delivered because their member was not active when they arrived.
+    from_passive: AtomicU64,
 }
 
 impl Parts {
@@ -230,6 +233,14 @@ impl GroupSubscription {
         self.parts.dropped()
     }
 
+    /// Messages not delivered because the member they came from was not the active one
+    /// when the client received them (counted as they are met, by `recv` and friends).
+    /// The cut is the client's receipt: a message a member sent just before it became
+    /// active, still unread at the switch, is delivered.
+    pub fn from_passive(&self) -> u64 {
+        self.parts.from_passive.load(Ordering::Relaxed)
+    }
+
     /// What this subscription is to.
     pub fn kind(&self) -> MessageKind {
         self.parts.kind
@@ -282,6 +293,7 @@ impl GroupSubscription {
             if group.was_active(*member, message.received_at) {
                 return Ok(message);
             }
+            self.parts.from_passive.fetch_add(1, Ordering::Relaxed);
         }
     }
 }
@@ -305,6 +317,12 @@ impl GroupCallbackSubscription {
     /// Messages dropped because a member's queue for this subscription was full.
     pub fn dropped(&self) -> u64 {
         self.parts.dropped()
+    }
+
+    /// Messages not delivered because their member was not active when they arrived
+    /// (see [`GroupSubscription::from_passive`]).
+    pub fn from_passive(&self) -> u64 {
+        self.parts.from_passive.load(Ordering::Relaxed)
     }
 }
 
