@@ -18,3 +18,20 @@ redis-server --version
 
 # Unit, integration and doc tests, with every feature (the testkit included).
 cargo test --all-features "$@"
+
+# Again with maintenance notifications on (RR_TEST_MAINT=on, read by
+# tests/support/optin.rs): opted-in connections take other paths (the pipelined
+# opt-in, pushes mid-handshake, relaxed deadlines), so a change that breaks only those
+# must fail here. Only the binaries that build clients through that helper: the rest
+# (unit, decision and raw-protocol tests) would run exactly as above.
+# RR_TEST_MAINT_PASS=0 skips this pass (a quick local run).
+if [ "${RR_TEST_MAINT_PASS:-1}" != "0" ]; then
+  targets=()
+  for f in tests/*.rs; do
+    if grep -q 'optin::' "$f"; then
+      targets+=(--test "$(basename "$f" .rs)")
+    fi
+  done
+  echo "again with maintenance notifications on: ${targets[*]}"
+  RR_TEST_MAINT=on cargo test --all-features "${targets[@]}" "$@"
+fi

@@ -40,6 +40,9 @@ use resilient_redis::prelude::*;
 use resilient_redis::resp::{encode_value, Decoder, Limits, Value};
 use resilient_redis::{ClientEvent, Endpoint, Error, ErrorKind, FailureKind};
 
+#[path = "support/optin.rs"]
+mod optin;
+
 /// Command timeout of the clients under test.
 const TIMEOUT: Duration = Duration::from_millis(2000);
 /// How far past its timeout a caller may return (scheduling on a loaded machine).
@@ -196,11 +199,13 @@ impl RawServer {
     }
 
     fn options(&self) -> String {
-        format!(
+        // `auto` under the switch: scripted peers refuse HELLO 3 or answer the opt-in
+        // as a case needs; the opt-in is still sent.
+        optin::opt_in_auto(format!(
             "127.0.0.1:{},syncTimeout={},connectTimeout=2000,reconnectMin=10,reconnectMax=50",
             self.port,
             TIMEOUT.as_millis()
-        )
+        ))
     }
 }
 

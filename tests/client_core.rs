@@ -10,6 +10,7 @@ use resilient_redis::config::Protocol;
 use resilient_redis::prelude::*;
 use resilient_redis::{ClientEvent, ErrorKind, FailureKind};
 use support::load::{wait_for_round, Writers};
+use support::optin::opt_in;
 use support::{wait_until, RedisServer};
 
 fn options(server: &RedisServer, protocol: Protocol) -> Options {
@@ -25,7 +26,7 @@ fn thirty_two_threads_share_one_client_and_every_reply_reaches_its_caller() {
         return;
     };
     for protocol in [Protocol::Resp2, Protocol::Resp3] {
-        let client = Client::connect(options(&server, protocol)).unwrap();
+        let client = Client::connect(opt_in(options(&server, protocol))).unwrap();
         let db = client.database();
         let threads: Vec<_> = (0..32)
             .map(|t| {
@@ -56,7 +57,7 @@ fn a_reply_that_arrives_after_its_caller_timed_out_never_reaches_the_next_caller
     let Some(server) = RedisServer::start() else {
         return;
     };
-    let client = Client::connect(server.url().as_str()).unwrap();
+    let client = Client::connect(opt_in(server.url().as_str())).unwrap();
     let db = client.database();
     db.set("late:k", "mine").unwrap();
     // BLPOP on the shared connection (not marked blocking, on purpose) holds the reply
@@ -84,13 +85,13 @@ fn the_client_recovers_by_itself_after_the_server_is_killed_and_restarted() {
     let Some(mut server) = RedisServer::start() else {
         return;
     };
-    let client = Client::connect(
+    let client = Client::connect(opt_in(
         Options::builder()
             .endpoint(&server.addr())
             .reconnect_delay(Duration::from_millis(20), Duration::from_millis(200))
             .command_timeout(Duration::from_millis(500))
             .build(),
-    )
+    ))
     .unwrap();
     let events = client.events();
     let db = client.database();
@@ -132,12 +133,12 @@ fn commands_issued_while_disconnected_wait_in_the_backlog_and_complete() {
     let Some(mut server) = RedisServer::start() else {
         return;
     };
-    let client = Client::connect(
+    let client = Client::connect(opt_in(
         Options::builder()
             .endpoint(&server.addr())
             .reconnect_delay(Duration::from_millis(20), Duration::from_millis(100))
             .build(),
-    )
+    ))
     .unwrap();
     let db = client.database();
     server.kill();
@@ -157,13 +158,13 @@ fn failfast_backlog_fails_at_once_while_disconnected() {
     let Some(mut server) = RedisServer::start() else {
         return;
     };
-    let client = Client::connect(
+    let client = Client::connect(opt_in(
         Options::builder()
             .endpoint(&server.addr())
             .backlog(resilient_redis::config::BacklogPolicy::FailFast)
             .reconnect_delay(Duration::from_secs(5), Duration::from_secs(5))
             .build(),
-    )
+    ))
     .unwrap();
     let db = client.database();
     server.kill();
@@ -179,32 +180,34 @@ fn acl_users_authenticate_and_a_wrong_password_is_a_classified_error_without_the
     let Some(server) = RedisServer::start() else {
         return;
     };
-    let admin = Client::connect(server.url().as_str()).unwrap().database();
+    let admin = Client::connect(opt_in(server.url().as_str()))
+        .unwrap()
+        .database();
     admin
         .cmd("ACL")
         .arg(["SETUSER", "alice", "on", ">s3cret-pw", "~*", "+@all"])
         .exec()
         .unwrap();
     for protocol in [Protocol::Resp2, Protocol::Resp3] {
-        let ok = Client::connect(
+        let ok = Client::connect(opt_in(
             Options::builder()
                 .endpoint(&server.addr())
                 .user("alice")
                 .password("s3cret-pw")
                 .protocol(protocol)
                 .build(),
-        )
+        ))
         .unwrap();
         let who: String = ok.database().cmd("ACL").arg("WHOAMI").query().unwrap();
         assert_eq!(who, "alice");
-        let err = Client::connect(
+        let err = Client::connect(opt_in(
             Options::builder()
                 .endpoint(&server.addr())
                 .user("alice")
                 .password("wrong-pw-xyz")
                 .protocol(protocol)
                 .build(),
-        )
+        ))
         .unwrap_err();
         assert_eq!(err.kind(), ErrorKind::Auth, "{err}");
         let shown = format!("{err} {err:?}");
@@ -220,14 +223,14 @@ fn select_and_client_name_are_applied_by_the_handshake_and_after_reconnect() {
     let Some(mut server) = RedisServer::start() else {
         return;
     };
-    let client = Client::connect(
+    let client = Client::connect(opt_in(
         Options::builder()
             .endpoint(&server.addr())
             .database(3)
             .client_name("rr-test")
             .reconnect_delay(Duration::from_millis(20), Duration::from_millis(100))
             .build(),
-    )
+    ))
     .unwrap();
     let db = client.database();
     let check = |db: &Database| {
@@ -247,7 +250,9 @@ fn a_batch_and_a_transaction_answer_in_order() {
     let Some(server) = RedisServer::start() else {
         return;
     };
-    let db = Client::connect(server.url().as_str()).unwrap().database();
+    let db = Client::connect(opt_in(server.url().as_str()))
+        .unwrap()
+        .database();
     let batch = db.batch();
     let handles: Vec<_> = (0..1000)
         .map(|i| {
@@ -273,7 +278,9 @@ fn errors_name_the_command_and_endpoint_but_not_the_arguments() {
     let Some(server) = RedisServer::start() else {
         return;
     };
-    let db = Client::connect(server.url().as_str()).unwrap().database();
+    let db = Client::connect(opt_in(server.url().as_str()))
+        .unwrap()
+        .database();
     db.cmd("LPUSH")
         .arg("wt:list")
         .arg("secret-arg")
@@ -293,14 +300,14 @@ fn a_server_that_stops_answering_is_detected_and_the_connection_replaced() {
     let Some(server) = RedisServer::start() else {
         return;
     };
-    let client = Client::connect(
+    let client = Client::connect(opt_in(
         Options::builder()
             .endpoint(&server.addr())
             .command_timeout(Duration::from_millis(300))
             .connect_timeout(Duration::from_millis(500))
             .reconnect_delay(Duration::from_millis(50), Duration::from_millis(200))
             .build(),
-    )
+    ))
     .unwrap();
     let events = client.events();
     let db = client.database();
@@ -336,14 +343,16 @@ fn idle_connections_get_heartbeats() {
     let Some(server) = RedisServer::start() else {
         return;
     };
-    let client = Client::connect(
+    let client = Client::connect(opt_in(
         Options::builder()
             .endpoint(&server.addr())
             .keep_alive(Duration::from_millis(100))
             .build(),
-    )
+    ))
     .unwrap();
-    let observer = Client::connect(server.url().as_str()).unwrap().database();
+    let observer = Client::connect(opt_in(server.url().as_str()))
+        .unwrap()
+        .database();
     let pings = || -> u64 {
         let stats: String = observer.cmd("INFO").arg("commandstats").query().unwrap();
         stats
@@ -365,8 +374,12 @@ fn watch_guards_a_read_modify_write_on_a_dedicated_connection() {
     let Some(server) = RedisServer::start() else {
         return;
     };
-    let db = Client::connect(server.url().as_str()).unwrap().database();
-    let other = Client::connect(server.url().as_str()).unwrap().database();
+    let db = Client::connect(opt_in(server.url().as_str()))
+        .unwrap()
+        .database();
+    let other = Client::connect(opt_in(server.url().as_str()))
+        .unwrap()
+        .database();
     db.set("acct", 100).unwrap();
     // Unchanged between the read and EXEC: committed.
     let committed = db
@@ -425,16 +438,18 @@ fn a_rotated_password_is_used_by_every_reconnect_without_a_restart() {
     let Some(server) = RedisServer::start() else {
         return;
     };
-    let admin = Client::connect(server.url().as_str()).unwrap().database();
+    let admin = Client::connect(opt_in(server.url().as_str()))
+        .unwrap()
+        .database();
     let acl = |args: &[&str]| admin.cmd("ACL").arg(args).exec().unwrap();
     acl(&["SETUSER", "app", "on", ">first-pw", "~*", "+@all"]);
     let current = RotatingCredentials::new(Credentials::user("app", "first-pw"));
-    let client = Client::connect(
+    let client = Client::connect(opt_in(
         Options::builder()
             .endpoint(&server.addr())
             .credentials(Arc::new(current.clone()))
             .build(),
-    )
+    ))
     .unwrap();
     let db = client
         .database()
@@ -481,7 +496,9 @@ fn renewed_tokens_re_authenticate_live_connections_without_closing_them() {
     let Some(server) = RedisServer::start() else {
         return;
     };
-    let admin = Client::connect(server.url().as_str()).unwrap().database();
+    let admin = Client::connect(opt_in(server.url().as_str()))
+        .unwrap()
+        .database();
     let acl = |args: &[&str]| admin.cmd("ACL").arg(args).exec().unwrap();
     let issue = |n: u32| {
         let (user, pw) = (format!("tok-{n}"), format!(">token-{n}"));
@@ -489,12 +506,12 @@ fn renewed_tokens_re_authenticate_live_connections_without_closing_them() {
         Credentials::user(user, format!("token-{n}"))
     };
     let tokens = RotatingCredentials::new(issue(0));
-    let client = Client::connect(
+    let client = Client::connect(opt_in(
         Options::builder()
             .endpoint(&server.addr())
             .credentials(Arc::new(tokens.clone()))
             .build(),
-    )
+    ))
     .unwrap();
     let events = client.events();
     let rounds = client.events();
@@ -552,7 +569,9 @@ fn a_round_covers_resp2_subscriptions_and_blocking_connections_before_it_is_repo
     let Some(server) = RedisServer::start() else {
         return;
     };
-    let admin = Client::connect(server.url().as_str()).unwrap().database();
+    let admin = Client::connect(opt_in(server.url().as_str()))
+        .unwrap()
+        .database();
     let acl = |args: &[&str]| admin.cmd("ACL").arg(args).exec().unwrap();
     let issue = |n: u32| {
         let (user, pw) = (format!("r2-{n}"), format!(">secret-{n}"));
@@ -560,13 +579,13 @@ fn a_round_covers_resp2_subscriptions_and_blocking_connections_before_it_is_repo
         Credentials::user(user, format!("secret-{n}"))
     };
     let tokens = RotatingCredentials::new(issue(0));
-    let client = Client::connect(
+    let client = Client::connect(opt_in(
         Options::builder()
             .endpoint(&server.addr())
             .protocol(Protocol::Resp2)
             .credentials(Arc::new(tokens.clone()))
             .build(),
-    )
+    ))
     .unwrap();
     let events = client.events();
     let rounds = client.events();
@@ -639,7 +658,9 @@ fn a_refused_subscription_names_the_servers_reason() {
     let Some(server) = RedisServer::start() else {
         return;
     };
-    let admin = Client::connect(server.url().as_str()).unwrap().database();
+    let admin = Client::connect(opt_in(server.url().as_str()))
+        .unwrap()
+        .database();
     admin
         .cmd("ACL")
         .arg([
@@ -653,13 +674,13 @@ fn a_refused_subscription_names_the_servers_reason() {
         ])
         .exec()
         .unwrap();
-    let client = Client::connect(
+    let client = Client::connect(opt_in(
         Options::builder()
             .endpoint(&server.addr())
             .user("nochan")
             .password("pw")
             .build(),
-    )
+    ))
     .unwrap();
     let started = Instant::now();
     let e = client.subscriber().subscribe("news").unwrap_err();
@@ -669,4 +690,23 @@ fn a_refused_subscription_names_the_servers_reason() {
         started.elapsed() < Duration::from_secs(4),
         "answered, not timed out"
     );
+}
+
+/// The opted-in run (`RR_TEST_MAINT=on`) against a real server: Redis 7 refuses
+/// `CLIENT MAINT_NOTIFICATIONS`, so the switch uses `auto` there; the opt-in must still
+/// be sent in the first round and its refusal absorbed, or that run tests nothing new.
+#[test]
+fn the_opted_in_run_sends_the_opt_in_to_real_servers() {
+    let Some(server) = RedisServer::start() else {
+        return;
+    };
+    let client = Client::connect(opt_in(server.url())).unwrap();
+    let db = client.database();
+    db.set("k", "v").unwrap();
+    let stats = db.info(Some("errorstats")).unwrap();
+    // The only error a fresh server can have answered is the refused opt-in.
+    let refused = stats.contains("errorstat_ERR:count=1");
+    assert_eq!(refused, support::optin::on(), "{stats}");
+    let status = client.maintenance_status().remove(0);
+    assert!(status.connected && !status.opted_in, "{status:?}");
 }

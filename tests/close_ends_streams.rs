@@ -8,8 +8,12 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use crossbeam_channel::RecvTimeoutError;
+use optin::opt_in;
 use resilient_redis::testkit::FakeServer;
 use resilient_redis::{Client, ClientEvent, ErrorKind, MessageKind, ServerCommands};
+
+#[path = "support/optin.rs"]
+mod optin;
 
 /// How long a stream may take to end after `close` or the drop: generous for a loaded
 /// 2-core CI machine, short next to "never".
@@ -45,8 +49,10 @@ fn provoke_an_event(server: &FakeServer, seen: &mpsc::Receiver<()>) {
 }
 
 fn connect(server: &FakeServer) -> Client {
-    Client::connect(format!("{},connectTimeout=2000", server.addr()).as_str())
-        .expect("connect to the fake")
+    Client::connect(opt_in(
+        format!("{},connectTimeout=2000", server.addr()).as_str(),
+    ))
+    .expect("connect to the fake")
 }
 
 #[test]
@@ -175,8 +181,8 @@ fn group_close_and_drop_end_a_group_events_watcher() {
     for close in [true, false] {
         let group = Group::connect(
             vec![
-                Member::new(a.url()).with_name("a").with_weight(2),
-                Member::new(b.url()).with_name("b"),
+                Member::new(opt_in(a.url())).with_name("a").with_weight(2),
+                Member::new(opt_in(b.url())).with_name("b"),
             ],
             GroupOptions::default(),
         )

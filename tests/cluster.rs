@@ -12,10 +12,11 @@ use resilient_redis::cluster::key_slot;
 use resilient_redis::prelude::*;
 use resilient_redis::{Cmd, ErrorKind};
 use support::cluster::RedisCluster;
+use support::optin::opt_in;
 use support::wait_until;
 
 fn connect(cluster: &RedisCluster) -> Client {
-    let client = Client::connect(cluster.nodes[0].url().as_str()).unwrap();
+    let client = Client::connect(opt_in(cluster.nodes[0].url().as_str())).unwrap();
     assert!(client.is_cluster());
     client
 }
@@ -218,7 +219,7 @@ fn replica_reads_go_to_replicas_when_asked_and_writes_to_masters() {
         return;
     };
     let url = format!("{}?replicaReads=true", cluster.nodes[0].url());
-    let client = Client::connect(url.as_str()).unwrap();
+    let client = Client::connect(opt_in(url.as_str())).unwrap();
     let db = client.database();
     for i in 0..100 {
         db.set(format!("r{i}"), i).unwrap();

@@ -18,6 +18,7 @@ use resilient_redis::prelude::*;
 use resilient_redis::testkit::{key_slot, FakeCluster};
 use resilient_redis::ErrorKind;
 use support::cluster::{tags_owned_by, ClusterSpec, Load, Record, RedisCluster};
+use support::optin::opt_in;
 use support::wait_until;
 
 fn failover_cluster() -> Option<RedisCluster> {
@@ -30,9 +31,9 @@ fn failover_cluster() -> Option<RedisCluster> {
 
 /// A client with default options, and one that reads from replicas.
 fn clients(cluster: &RedisCluster) -> (Client, Client) {
-    let plain = Client::connect(cluster.nodes[0].url().as_str()).unwrap();
+    let plain = Client::connect(opt_in(cluster.nodes[0].url().as_str())).unwrap();
     let url = format!("{}?replicaReads=true", cluster.nodes[0].url());
-    let replica_reads = Client::connect(url.as_str()).unwrap();
+    let replica_reads = Client::connect(opt_in(url.as_str())).unwrap();
     assert!(plain.is_cluster() && replica_reads.is_cluster());
     (plain, replica_reads)
 }
@@ -172,7 +173,7 @@ fn a_killed_masters_promoted_replica_serves_at_once_and_no_call_fails_after() {
 fn a_call_waiting_for_a_dead_owner_goes_to_the_node_that_takes_its_slots() {
     let cluster = FakeCluster::start(2).unwrap();
     // Default options: the call would wait 5 s for the dead node and then fail.
-    let client = Client::connect(cluster.url().as_str()).unwrap();
+    let client = Client::connect(opt_in(cluster.url().as_str())).unwrap();
     let db = client.database();
     let key = "promoted";
     db.set(key, "v").unwrap();

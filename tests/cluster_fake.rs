@@ -9,10 +9,14 @@ use std::time::{Duration, Instant};
 use resilient_redis::prelude::*;
 use resilient_redis::testkit::{key_slot, FakeCluster};
 use resilient_redis::ErrorKind;
+use support::optin::opt_in;
 use support::wait_until;
 
 fn client(cluster: &FakeCluster, extra: &str) -> Client {
-    let c = Client::connect(format!("{}?syncTimeout=1000{extra}", cluster.url()).as_str()).unwrap();
+    let c = Client::connect(opt_in(
+        format!("{}?syncTimeout=1000{extra}", cluster.url()).as_str(),
+    ))
+    .unwrap();
     assert!(c.is_cluster());
     c
 }

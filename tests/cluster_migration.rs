@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use resilient_redis::prelude::*;
 use resilient_redis::testkit::{key_slot, FakeCluster, Notification};
+use support::optin::opt_in;
 use support::wait_until;
 
 const SOON: Duration = Duration::from_secs(5);
@@ -18,7 +19,7 @@ fn client(cluster: &FakeCluster, nodes: usize) -> Client {
         "{}?maintNotifications=enabled&syncTimeout=2000&reconnectMin=20",
         cluster.url()
     );
-    let c = Client::connect(url.as_str()).unwrap();
+    let c = Client::connect(opt_in(url.as_str())).unwrap();
     assert!(c.is_cluster());
     assert!(wait_until(SOON, || {
         let st = c.maintenance_status();

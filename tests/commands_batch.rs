@@ -12,6 +12,7 @@ use commands_common::{connect, each_protocol, server};
 use resilient_redis::config::Protocol;
 use resilient_redis::prelude::*;
 use resilient_redis::{Cmd, ErrorKind};
+use support::optin::opt_in;
 
 #[test]
 fn a_batch_of_a_thousand_commands() {
@@ -159,7 +160,9 @@ fn a_blocking_command_in_a_batch_is_refused_before_anything_is_sent() {
     let Some(server) = support::RedisServer::start() else {
         return;
     };
-    let db = Client::connect(server.url().as_str()).unwrap().database();
+    let db = Client::connect(opt_in(server.url().as_str()))
+        .unwrap()
+        .database();
     let batch = db.batch();
     let set = batch.set("bb:k", "v");
     let _popped = batch.blpop::<Option<(String, String)>>("bb:list", Duration::from_secs(1));

@@ -10,6 +10,7 @@ use commands_common::{each_protocol, server};
 use resilient_redis::prelude::*;
 use resilient_redis::resp::Value;
 use resilient_redis::{Cmd, ErrorKind};
+use support::optin::opt_in;
 
 #[test]
 fn hashes() {
@@ -314,7 +315,7 @@ fn every_typed_sorted_set_method_behaves_the_same_on_the_fake() {
         let mut options = Options::default();
         options.endpoints = vec![resilient_redis::Endpoint::new("127.0.0.1", fake.port())];
         options.protocol = Some(protocol);
-        let faked = Client::connect(options).unwrap();
+        let faked = Client::connect(opt_in(options)).unwrap();
         let (on_real, on_fake) = (transcript(&real.database()), transcript(&faked.database()));
         for (i, (r, f)) in on_real.iter().zip(&on_fake).enumerate() {
             assert_eq!(

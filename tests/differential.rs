@@ -20,6 +20,7 @@ use redis::FromRedisValue;
 use resilient_redis::config::Protocol;
 use resilient_redis::resp::Value;
 use resilient_redis::{Client, Database, Endpoint, FromValue, Options};
+use support::optin::opt_in;
 use support::RedisServer;
 
 /// Fixed seeds: the suite is deterministic; a new seed is explored with the variable.
@@ -329,7 +330,7 @@ fn our_client(server: &RedisServer, protocol: Protocol) -> Client {
     let mut options = Options::default();
     options.endpoints = vec![Endpoint::new("127.0.0.1", server.port)];
     options.protocol = Some(protocol);
-    Client::connect(options).expect("connect our client")
+    Client::connect(opt_in(options)).expect("connect our client")
 }
 
 fn their_connection(server: &RedisServer, protocol: Protocol) -> redis::Connection {

@@ -13,15 +13,16 @@ use resilient_redis::availability::{
     ChangeReason, Group, GroupEvent, GroupOptions, HealthCheck, Member,
 };
 use resilient_redis::prelude::*;
+use support::optin::opt_in;
 use support::{events_until, wait_until, RedisServer};
 
 const WAIT: Duration = Duration::from_secs(15);
 
 fn member(server: &RedisServer, name: &str, weight: u32) -> Member {
-    Member::new(format!(
+    Member::new(opt_in(format!(
         "{},syncTimeout=500,connectTimeout=500,reconnectMin=20,reconnectMax=200",
         server.addr()
-    ))
+    )))
     .with_name(name)
     .with_weight(weight)
 }
@@ -56,7 +57,9 @@ fn active_name(group: &Group) -> String {
 /// The name of the server that answered, written in each server under a fixed key.
 fn label(servers: &[RedisServer; 3]) {
     for (i, s) in servers.iter().enumerate() {
-        let db = Client::connect(s.url().as_str()).unwrap().database();
+        let db = Client::connect(opt_in(s.url().as_str()))
+            .unwrap()
+            .database();
         db.set("whoami", format!("m{i}")).unwrap();
     }
 }
@@ -131,7 +134,7 @@ fn the_heaviest_member_serves_and_a_killed_one_is_replaced_under_load() {
     // Restarted (empty: label it again), it reconnects, passes its checks and takes
     // the traffic back.
     servers[0].restart();
-    Client::connect(servers[0].url().as_str())
+    Client::connect(opt_in(servers[0].url().as_str()))
         .unwrap()
         .database()
         .set("whoami", "m0")
@@ -250,7 +253,7 @@ fn pubsub_follows_the_active_member_through_a_failover() {
     assert_eq!(sub.publish("news", "one").unwrap(), 1);
     assert_eq!(news.recv_timeout(WAIT).unwrap().payload, b"one");
     // A message published on the passive member directly is not delivered.
-    let passive = Client::connect(servers[1].url().as_str()).unwrap();
+    let passive = Client::connect(opt_in(servers[1].url().as_str())).unwrap();
     assert!(wait_until(WAIT, || passive
         .subscriber()
         .publish("news", "stray")

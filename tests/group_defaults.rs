@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 
 use resilient_redis::availability::{Group, GroupOptions, Member, RetryPolicy};
 use resilient_redis::prelude::*;
+use support::optin::opt_in;
 use support::{wait_until, RedisServer};
 
 /// m0 (weight 30), m1 (20), m2 (10): every option at its default.
@@ -21,7 +22,7 @@ fn members(servers: &[RedisServer]) -> Vec<Member> {
         .iter()
         .enumerate()
         .map(|(i, s)| {
-            Member::new(s.addr())
+            Member::new(opt_in(s.addr()))
                 .with_name(format!("m{i}"))
                 .with_weight(30 - 10 * i as u32)
         })
@@ -46,7 +47,9 @@ fn active_name(group: &Group) -> String {
 /// Writes each server's name into it, so a read says who answered.
 fn label(servers: &[RedisServer]) {
     for (i, s) in servers.iter().enumerate() {
-        let db = Client::connect(s.url().as_str()).unwrap().database();
+        let db = Client::connect(opt_in(s.url().as_str()))
+            .unwrap()
+            .database();
         db.set("whoami", format!("m{i}")).unwrap();
     }
 }

@@ -11,6 +11,7 @@ use resilient_redis::availability::{
 };
 use resilient_redis::prelude::*;
 use resilient_redis::testkit::FakeServer;
+use support::optin::opt_in;
 use support::{events_until, wait_until};
 
 const WAIT: Duration = Duration::from_secs(10);
@@ -20,10 +21,10 @@ fn fakes() -> [FakeServer; 2] {
 }
 
 fn member(server: &FakeServer, name: &str, weight: u32) -> Member {
-    Member::new(format!(
+    Member::new(opt_in(format!(
         "{}?syncTimeout=300&connectTimeout=300&reconnectMin=20&reconnectMax=100",
         server.url()
-    ))
+    )))
     .with_name(name)
     .with_weight(weight)
 }
@@ -147,7 +148,7 @@ fn pubsub_delivers_from_the_active_member_only_through_a_failover() {
     sub.publish("news", "from-a").unwrap();
     assert_eq!(s.recv_timeout(WAIT).unwrap().payload, b"from-a");
     // Straight to the passive member: must not be delivered, now or later.
-    let direct_b = Client::connect(servers[1].url().as_str())
+    let direct_b = Client::connect(opt_in(servers[1].url().as_str()))
         .unwrap()
         .subscriber();
     assert!(wait_until(WAIT, || direct_b

@@ -23,6 +23,7 @@ use resilient_redis::maintenance::{
 use resilient_redis::prelude::*;
 use resilient_redis::testkit::{Answer, FakeServer, Notification, ScriptedResolver};
 use resilient_redis::{ClientEvent, FailureKind};
+use support::optin::opt_in;
 use support::wait_until;
 
 const NAME: &str = "db.test";
@@ -33,7 +34,7 @@ fn client(dns: &ScriptedResolver, keys: &str) -> Client {
     ))
     .unwrap();
     o.resolver = Some(Arc::new(dns.clone()));
-    Client::connect(o).unwrap()
+    Client::connect(opt_in(o)).unwrap()
 }
 
 /// A client of `NAME` (resolving to `addrs`) opted in to notifications, and the
@@ -317,7 +318,7 @@ fn closing_the_client_mid_handoff_ends_its_worker() {
     dns.set("zz.test", Answer::addrs([a.addr()]));
     let mut o = Options::parse("zz.test:1,maintNotifications=enabled").unwrap();
     o.resolver = Some(Arc::new(dns.clone()));
-    let client = Client::connect(o).unwrap();
+    let client = Client::connect(opt_in(o)).unwrap();
     assert!(wait_opted_in(&client, SOON));
     a.notify(Notification::moving(60));
     assert!(wait_until(SOON, || !support::threads_named(

@@ -14,6 +14,7 @@ use resilient_redis::availability::{
 };
 use resilient_redis::prelude::*;
 use resilient_redis::testkit::{FakeCluster, FakeRestApi, FakeServer};
+use support::optin::opt_in;
 use support::{events_until, wait_until};
 
 const WAIT: Duration = Duration::from_secs(10);
@@ -49,10 +50,10 @@ fn lag_check(api: &FakeRestApi) -> HealthCheck {
 }
 
 fn plain(server: &FakeServer, name: &str, weight: u32) -> Member {
-    Member::new(format!(
+    Member::new(opt_in(format!(
         "{}?syncTimeout=1000&connectTimeout=1000&reconnectMin=20&reconnectMax=100",
         server.url()
-    ))
+    )))
     .with_name(name)
     .with_weight(weight)
 }
@@ -153,7 +154,9 @@ fn a_preferred_member_alive_but_lagging_is_held_off_and_taken_back_once_caught_u
         active(&group) == "b" && member_a.is_connected() && !member_a.is_unhealthy()
     });
     group.database().set("k", "written-while-a-lagged").unwrap();
-    let direct_b = Client::connect(b.url().as_str()).unwrap().database();
+    let direct_b = Client::connect(opt_in(b.url().as_str()))
+        .unwrap()
+        .database();
     assert_eq!(
         direct_b.get::<String>("k").unwrap(),
         "written-while-a-lagged"
@@ -388,8 +391,8 @@ fn a_probe_runs_once_per_serving_master_or_once_per_member_as_its_scope_says() {
             scope,
             ..HealthCheck::default()
         };
-        let member =
-            Member::new(format!("{}?syncTimeout=500", cluster.url())).with_health_check(check);
+        let member = Member::new(opt_in(format!("{}?syncTimeout=500", cluster.url())))
+            .with_health_check(check);
         let group = Group::connect(vec![member], GroupOptions::default()).unwrap();
         assert!(wait_until(WAIT, || {
             let s = seen.0.lock();

@@ -11,19 +11,20 @@ use resilient_redis::config::Protocol;
 use resilient_redis::prelude::*;
 use resilient_redis::pubsub::SUBSCRIPTION_QUEUE_BOUND as BOUND;
 use resilient_redis::MessageKind;
+use support::optin::opt_in;
 use support::{wait_until, RedisServer};
 
 const WAIT: Duration = Duration::from_secs(5);
 
 fn client(server: &RedisServer, protocol: Protocol) -> Client {
-    Client::connect(
+    Client::connect(opt_in(
         Options::builder()
             .endpoint(&server.addr())
             .protocol(protocol)
             .reconnect_delay(Duration::from_millis(20), Duration::from_millis(200))
             .keep_alive(Duration::from_millis(200))
             .build(),
-    )
+    ))
     .unwrap()
 }
 

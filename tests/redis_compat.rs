@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use redis::Commands;
 use resilient_redis::availability::{Group, GroupOptions, Member};
+use support::optin::opt_in;
 use support::{wait_until, RedisServer};
 
 #[test]
@@ -19,9 +20,12 @@ fn redis_rs_commands_run_unchanged_through_a_group_failover() {
         return;
     };
     let member = |s: &RedisServer, name: &str, weight: u32| {
-        Member::new(format!("{},syncTimeout=1000,connectTimeout=500", s.addr()))
-            .with_name(name)
-            .with_weight(weight)
+        Member::new(opt_in(format!(
+            "{},syncTimeout=1000,connectTimeout=500",
+            s.addr()
+        )))
+        .with_name(name)
+        .with_weight(weight)
     };
     let group = Group::connect(
         vec![member(&a, "a", 2), member(&b, "b", 1)],

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use resilient_redis::prelude::*;
 use resilient_redis::testkit::{Answer, FakeServer, ScriptedResolver};
+use support::optin::opt_in;
 use support::wait_until;
 
 #[test]
@@ -18,7 +19,7 @@ fn connections_resolve_through_the_injected_resolver_and_follow_the_record() {
     dns.set("db.test", Answer::addrs([a.addr()]));
     let mut options = Options::parse("db.test:6379,syncTimeout=2000,reconnectMin=20").unwrap();
     options.resolver = Some(Arc::new(dns.clone()));
-    let client = Client::connect(options).unwrap();
+    let client = Client::connect(opt_in(options)).unwrap();
     let db = client.database();
     db.set("k", "a").unwrap();
     assert_eq!(a.connections_open(), 1);
@@ -37,7 +38,7 @@ fn connections_resolve_through_the_injected_resolver_and_follow_the_record() {
     // An unresolvable name is a connect error naming the endpoint, not a panic.
     let mut options = Options::parse("nowhere.test:6379,connectTimeout=500").unwrap();
     options.resolver = Some(Arc::new(dns.clone()));
-    let e = Client::connect(options).unwrap_err();
+    let e = Client::connect(opt_in(options)).unwrap_err();
     assert!(e.to_string().contains("nowhere.test"), "{e}");
     assert!(
         dns.lookup_threads()

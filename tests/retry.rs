@@ -13,6 +13,7 @@ use resilient_redis::clock::{Clock, ManualClock};
 use resilient_redis::prelude::*;
 use resilient_redis::testkit::FakeServer;
 use resilient_redis::{CommandFlags, ErrorKind};
+use support::optin::opt_in;
 use support::{wait_until, RedisServer};
 
 fn quick() -> RetryPolicy {
@@ -22,13 +23,13 @@ fn quick() -> RetryPolicy {
 }
 
 fn client(server: &FakeServer) -> Client {
-    Client::connect(
+    Client::connect(opt_in(
         format!(
             "{}?syncTimeout=2000&reconnectMin=10&reconnectMax=50",
             server.url()
         )
         .as_str(),
-    )
+    ))
     .unwrap()
 }
 
@@ -212,7 +213,7 @@ fn a_retry_spanning_a_group_failover_lands_on_the_new_member() {
         .iter()
         .enumerate()
         .map(|(i, s)| {
-            Member::new(format!("{}?syncTimeout=200", s.url()))
+            Member::new(opt_in(format!("{}?syncTimeout=200", s.url())))
                 .with_name(format!("m{i}"))
                 .with_weight(10 - i as u32)
         })
@@ -262,10 +263,10 @@ fn a_get_loop_sees_no_errors_across_a_real_sigkill_failover() {
         .iter()
         .enumerate()
         .map(|(i, s)| {
-            Member::new(format!(
+            Member::new(opt_in(format!(
                 "{},syncTimeout=500,connectTimeout=500,reconnectMax=200",
                 s.addr()
-            ))
+            )))
             .with_name(format!("m{i}"))
             .with_weight(30 - 10 * i as u32)
         })

@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 use resilient_redis::availability::RetryPolicy;
 use resilient_redis::prelude::*;
 use resilient_redis::Endpoint;
+use support::optin::opt_in;
 use support::sentinel::{client_names, role, SentinelSetup, SwitchWatch};
 use support::wait_until;
 
@@ -97,8 +98,11 @@ impl Load {
 }
 
 fn connect(setup: &SentinelSetup, name: &str) -> Client {
-    let client = Client::connect(format!("{},name={name}", sentinel_option_string(setup)))
-        .expect("connect through the sentinels");
+    let client = Client::connect(opt_in(format!(
+        "{},name={name}",
+        sentinel_option_string(setup)
+    )))
+    .expect("connect through the sentinels");
     assert!(client.is_connected());
     assert!(!client.is_cluster());
     client
@@ -113,7 +117,7 @@ fn the_url_form_connects_to_the_primary_the_sentinels_name() {
     let Some(setup) = SentinelSetup::start() else {
         return;
     };
-    let client = Client::connect(format!("{}?name=rr-url", setup.url())).unwrap();
+    let client = Client::connect(opt_in(format!("{}?name=rr-url", setup.url()))).unwrap();
     let db = client.database();
     db.set("via-url", "yes").unwrap();
     assert_eq!(
@@ -295,11 +299,11 @@ fn several_endpoints_route_writes_to_the_primary_whatever_their_order() {
     };
     // The replica first: a client pinned to the first that answers would meet
     // -READONLY on every write.
-    let client = Client::connect(format!(
+    let client = Client::connect(opt_in(format!(
         "{},{},name=rr-order",
         replica.addr(),
         primary.addr()
-    ))
+    )))
     .unwrap();
     let db = client.database();
     for i in 0..20 {
@@ -315,7 +319,7 @@ fn a_promotion_by_replicaof_no_one_is_followed_without_failed_calls() {
     let Some((primary, replica)) = replica_pair() else {
         return;
     };
-    let client = Client::connect(format!("{},{}", primary.addr(), replica.addr())).unwrap();
+    let client = Client::connect(opt_in(format!("{},{}", primary.addr(), replica.addr()))).unwrap();
     let db = client
         .database()
         .with_retry(RetryPolicy::default())
@@ -350,7 +354,7 @@ fn a_killed_primary_is_left_for_the_replica_an_operator_promotes() {
     let Some((mut primary, replica)) = replica_pair() else {
         return;
     };
-    let client = Client::connect(format!("{},{}", primary.addr(), replica.addr())).unwrap();
+    let client = Client::connect(opt_in(format!("{},{}", primary.addr(), replica.addr()))).unwrap();
     let db = client.database();
     db.set("before", 1).unwrap();
     primary.kill();
@@ -387,7 +391,7 @@ fn a_sentinel_member_of_a_group_fails_over_inside_itself() {
     let new_port = setup.replica.port;
     let watch = SwitchWatch::start(setup.sentinels[2].port);
     let group = Group::connect(
-        vec![Member::new(format!("{}?name=rr-member", setup.url())).with_name("region")],
+        vec![Member::new(opt_in(format!("{}?name=rr-member", setup.url()))).with_name("region")],
         GroupOptions::default(),
     )
     .expect("the group connects its sentinel member");
@@ -434,11 +438,11 @@ fn a_sentinel_member_is_held_while_its_region_fails_over_and_the_group_stays() {
     let watch = SwitchWatch::start(setup.sentinels[2].port);
     let group = Group::connect(
         vec![
-            Member::new(setup.url())
+            Member::new(opt_in(setup.url()))
                 .with_name("region")
                 .with_weight(10)
                 .with_local_failover(Duration::from_secs(15)),
-            Member::new(other.addr())
+            Member::new(opt_in(other.addr()))
                 .with_name("elsewhere")
                 .with_weight(1),
         ],
@@ -500,7 +504,7 @@ mod fake {
     fn a_switch_master_announcement_is_followed_at_once() {
         let (a, b) = (FakeServer::start().unwrap(), FakeServer::start().unwrap());
         let s = FakeSentinel::start("svc", a.addr()).unwrap();
-        let client = Client::connect(opts(&[&s], "svc", "")).unwrap();
+        let client = Client::connect(opt_in(opts(&[&s], "svc", ""))).unwrap();
         let db = client.database();
         db.set("k", "v").unwrap();
         assert_eq!(a.commands_received("SET"), 1);
@@ -535,12 +539,12 @@ mod fake {
         let ignorant = FakeSentinel::start("svc", a.addr()).unwrap();
         ignorant.forget_service(true);
         let good = FakeSentinel::start("svc", a.addr()).unwrap();
-        let client = Client::connect(format!(
+        let client = Client::connect(opt_in(format!(
             "{down_addr},{},{},{},serviceName=svc",
             broken.addr(),
             ignorant.addr(),
             good.addr()
-        ))
+        )))
         .unwrap();
         client.database().set("k", "v").unwrap();
         assert_eq!(a.commands_received("SET"), 1);
@@ -548,8 +552,12 @@ mod fake {
         client.close();
 
         // No sentinel can name the primary: a classified error, not a panic.
-        let e =
-            Client::connect(opts(&[&broken, &ignorant], "svc", ",connectTimeout=500")).unwrap_err();
+        let e = Client::connect(opt_in(opts(
+            &[&broken, &ignorant],
+            "svc",
+            ",connectTimeout=500",
+        )))
+        .unwrap_err();
         assert_eq!(e.kind(), ErrorKind::Connect, "{e}");
         assert!(e.to_string().contains("sentinel"), "{e}");
     }
@@ -558,7 +566,7 @@ mod fake {
     fn a_readonly_reply_asks_the_sentinels_again_when_the_announcement_was_missed() {
         let (a, b) = (FakeServer::start().unwrap(), FakeServer::start().unwrap());
         let s = FakeSentinel::start("svc", a.addr()).unwrap();
-        let client = Client::connect(opts(&[&s], "svc", "")).unwrap();
+        let client = Client::connect(opt_in(opts(&[&s], "svc", ""))).unwrap();
         let db = client.database();
         db.set("k", "v").unwrap();
         // The switch happened, but no announcement reached the client: the old primary
@@ -583,7 +591,7 @@ mod fake {
     fn readonly_from_every_node_is_not_a_loop() {
         let a = FakeServer::builder().role_replica().start().unwrap();
         let s = FakeSentinel::start("svc", a.addr()).unwrap();
-        let client = Client::connect(opts(&[&s], "svc", "")).unwrap();
+        let client = Client::connect(opt_in(opts(&[&s], "svc", ""))).unwrap();
         let db = client.database();
         let before = s.queries();
         let start = Instant::now();
@@ -615,7 +623,7 @@ mod fake {
         let s2 = FakeSentinel::start("svc", a.addr()).unwrap();
         // Only s1 is configured; it names s2.
         s1.set_sentinels(vec![s2.addr()]);
-        let client = Client::connect(opts(&[&s1], "svc", "")).unwrap();
+        let client = Client::connect(opt_in(opts(&[&s1], "svc", ""))).unwrap();
         let db = client.database();
         db.set("k", "v").unwrap();
         assert!(wait_until(Duration::from_secs(5), || s1.subscribers() == 1));
@@ -634,7 +642,7 @@ mod fake {
         let (a, r) = (FakeServer::start().unwrap(), FakeServer::start().unwrap());
         let s = FakeSentinel::start("svc", a.addr()).unwrap();
         s.set_replicas(vec![r.addr()]);
-        let client = Client::connect(opts(&[&s], "svc", ",replicaReads=true")).unwrap();
+        let client = Client::connect(opt_in(opts(&[&s], "svc", ",replicaReads=true"))).unwrap();
         let db = client.database();
         db.set("k", "v").unwrap();
         assert!(wait_until(Duration::from_secs(5), || {
@@ -650,13 +658,18 @@ mod fake {
         const SECRET: &str = "Sentinel-S3cret-777";
         let a = FakeServer::start().unwrap();
         let s = FakeSentinel::start_with("svc", a.addr(), Some(SECRET)).unwrap();
-        let client =
-            Client::connect(opts(&[&s], "svc", &format!(",sentinelPassword={SECRET}"))).unwrap();
+        let client = Client::connect(opt_in(opts(
+            &[&s],
+            "svc",
+            &format!(",sentinelPassword={SECRET}"),
+        )))
+        .unwrap();
         client.database().set("k", "v").unwrap();
         assert!(!format!("{client:?}").contains(SECRET));
         assert!(!client.options().to_string().contains(SECRET));
         client.close();
-        let e = Client::connect(opts(&[&s], "svc", ",sentinelPassword=wrong-Pl0ver")).unwrap_err();
+        let e = Client::connect(opt_in(opts(&[&s], "svc", ",sentinelPassword=wrong-Pl0ver")))
+            .unwrap_err();
         assert!(!e.to_string().contains("Pl0ver") && !format!("{e:?}").contains("Pl0ver"));
     }
 
@@ -664,7 +677,7 @@ mod fake {
     fn close_ends_the_sentinel_worker_and_its_connections() {
         let a = FakeServer::start().unwrap();
         let s = FakeSentinel::start("leak", a.addr()).unwrap();
-        let client = Client::connect(opts(&[&s], "leak", "")).unwrap();
+        let client = Client::connect(opt_in(opts(&[&s], "leak", ""))).unwrap();
         client.database().set("k", "v").unwrap();
         assert!(wait_until(Duration::from_secs(5), || s.subscribers() == 1));
         assert_eq!(support::threads_named("rr-sentinel lea").len(), 1);
@@ -689,7 +702,7 @@ mod fake {
         // Proxies and test doubles have no ROLE: the client stays on the first that
         // answered, as it did before it read roles.
         let (a, b) = (FakeServer::start().unwrap(), FakeServer::start().unwrap());
-        let client = Client::connect(format!("{},{}", a.addr(), b.addr())).unwrap();
+        let client = Client::connect(opt_in(format!("{},{}", a.addr(), b.addr()))).unwrap();
         let db = client.database();
         for _ in 0..5 {
             db.set("k", "v").unwrap();
@@ -705,7 +718,7 @@ mod fake {
     fn readonly_everywhere_without_sentinel_is_not_a_loop_either() {
         let a = FakeServer::builder().role_replica().start().unwrap();
         let b = FakeServer::builder().role_replica().start().unwrap();
-        let client = Client::connect(format!("{},{}", a.addr(), b.addr())).unwrap();
+        let client = Client::connect(opt_in(format!("{},{}", a.addr(), b.addr()))).unwrap();
         let db = client.database();
         let start = Instant::now();
         let e = db.set("k", "v").unwrap_err();

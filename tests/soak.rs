@@ -116,6 +116,7 @@ use soak_support::observe::{CountingAlloc, LogRing, Stalls};
 #[global_allocator]
 static ALLOC: CountingAlloc = CountingAlloc;
 use soak_support::proxy::{Proxy, Stress};
+use support::optin::opt_in;
 use support::{threads_named, wait_until, RedisServer};
 
 /// Worker threads of mixed traffic.
@@ -1199,10 +1200,10 @@ fn run_id_of(client: &Client) -> String {
 }
 
 fn direct(server: &RedisServer) -> Client {
-    Client::connect(format!(
+    Client::connect(opt_in(format!(
         "{},syncTimeout=10000,connectTimeout=5000",
         server.addr()
-    ))
+    )))
     .expect("a direct client to a running member")
 }
 
@@ -1875,7 +1876,7 @@ fn member(proxy: &Proxy, i: usize, weight: u32, dns: &ScriptedResolver) -> Membe
     ))
     .expect("member options");
     options.resolver = Some(Arc::new(dns.clone()));
-    Member::from_options(options)
+    Member::from_options(opt_in(options))
         .with_name(format!("m{i}"))
         .with_weight(weight)
 }
@@ -2501,10 +2502,10 @@ fn a_large_write_to_a_server_that_stopped_reading_returns_by_its_deadline() {
         return;
     };
     let proxy = Proxy::start(server.port);
-    let client = Client::connect(format!(
+    let client = Client::connect(opt_in(format!(
         "127.0.0.1:{},syncTimeout=500,connectTimeout=500",
         proxy.port
-    ))
+    )))
     .expect("client");
     let db = client.database();
     db.set("before", "x").expect("a first SET");
@@ -2548,11 +2549,11 @@ fn a_relaxed_timeout_bounds_the_whole_call_after_a_backlog_wait() {
         return;
     };
     let proxy = Proxy::start(server.port);
-    let client = Client::connect(format!(
+    let client = Client::connect(opt_in(format!(
         "127.0.0.1:{},syncTimeout=500,connectTimeout=500,reconnectMin=20,reconnectMax=50,\
          maintNotifications=auto,maintRelaxedTimeout=2,maintRelaxedWindowMax=30",
         proxy.port
-    ))
+    )))
     .expect("client");
     let db = client.database();
     db.set("before", "x").expect("a first SET");
@@ -2600,11 +2601,11 @@ fn a_relaxed_timeout_bounds_the_whole_call_after_a_group_backlog_wait() {
     let proxy = Proxy::start(server.port);
     // The group's backlog waits up to `syncTimeout` (2 s, unrelaxed); the call, relaxed,
     // has 3 s in all.
-    let member = Member::new(format!(
+    let member = Member::new(opt_in(format!(
         "127.0.0.1:{},syncTimeout=2000,connectTimeout=500,reconnectMin=20,reconnectMax=50,\
          maintNotifications=auto,maintRelaxedTimeout=3,maintRelaxedWindowMax=30",
         proxy.port
-    ))
+    )))
     .with_name("m0");
     let group = Group::connect(vec![member], GroupOptions::default()).expect("group");
     let db = group.database();
@@ -2659,10 +2660,10 @@ fn a_connection_refused_at_maxclients_says_so() {
     };
     let proxy = Proxy::start(server.port);
     proxy.refuse(true);
-    let Err(err) = Client::connect(format!(
+    let Err(err) = Client::connect(opt_in(format!(
         "127.0.0.1:{},connectTimeout=500,maintNotifications=auto",
         proxy.port
-    )) else {
+    ))) else {
         panic!("connected through a refusing server");
     };
     assert!(
@@ -2686,10 +2687,10 @@ fn a_subscription_on_a_half_open_member_is_recovered_before_traffic_fails_back()
     };
     let proxies = [Proxy::start(s0.port), Proxy::start(s1.port)];
     let member = |i: usize, weight: u32| {
-        Member::new(format!(
+        Member::new(opt_in(format!(
             "127.0.0.1:{},syncTimeout=500,connectTimeout=500,reconnectMin=20,reconnectMax=100",
             proxies[i].port
-        ))
+        )))
         .with_name(format!("m{i}"))
         .with_weight(weight)
     };
@@ -2762,10 +2763,10 @@ fn a_subscription_on_a_half_open_server_is_replaced_with_its_hung_interactive_co
         return;
     };
     let proxy = Proxy::start(server.port);
-    let client = Client::connect(format!(
+    let client = Client::connect(opt_in(format!(
         "127.0.0.1:{},syncTimeout=500,connectTimeout=500,reconnectMin=20,reconnectMax=100",
         proxy.port
-    ))
+    )))
     .expect("client");
     let subscriber = client.subscriber();
     let subscriptions = [

@@ -11,10 +11,11 @@ use resilient_redis::prelude::*;
 use resilient_redis::resp::Value;
 use resilient_redis::testkit::FakeServer;
 use resilient_redis::ErrorKind;
+use testkit_common::optin::opt_in;
 use testkit_common::{b, err_text, ok, Raw};
 
 fn client(server: &FakeServer) -> (Client, Database) {
-    let client = Client::connect(server.url().as_str()).unwrap();
+    let client = Client::connect(opt_in(server.url().as_str())).unwrap();
     let db = client.database();
     (client, db)
 }
@@ -274,7 +275,7 @@ fn blpop_blocks_until_a_push_and_times_out_with_a_null_array() {
     assert_eq!(pusher.cmd(&["LLEN", "q"]), Value::Int(0));
 
     // Through the client's blocking pool as well.
-    let client = Client::connect(server.url().as_str()).unwrap();
+    let client = Client::connect(opt_in(server.url().as_str())).unwrap();
     let db = client.database();
     let t = std::thread::spawn(move || {
         db.cmd("BRPOP")

@@ -10,10 +10,11 @@ use resilient_redis::prelude::*;
 use resilient_redis::resp::Value;
 use resilient_redis::testkit::FakeServer;
 use resilient_redis::ErrorKind;
+use testkit_common::optin::opt_in;
 use testkit_common::{b, frame, Raw};
 
 fn connect(server: &FakeServer, query: &str) -> (Client, Database) {
-    let client = Client::connect(format!("{}?{query}", server.url()).as_str()).unwrap();
+    let client = Client::connect(opt_in(format!("{}?{query}", server.url()).as_str())).unwrap();
     let db = client.database();
     (client, db)
 }
@@ -109,7 +110,10 @@ fn refused_connections_fail_fast_and_come_back_on_the_same_port() {
     let started = Instant::now();
     let e = TcpStream::connect(server.addr()).unwrap_err();
     assert_eq!(e.kind(), std::io::ErrorKind::ConnectionRefused);
-    let e = Client::connect(format!("{}?connectTimeout=2000", server.url()).as_str()).unwrap_err();
+    let e = Client::connect(opt_in(
+        format!("{}?connectTimeout=2000", server.url()).as_str(),
+    ))
+    .unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Connect, "{e}");
     assert!(
         started.elapsed() < Duration::from_secs(1),
@@ -209,7 +213,8 @@ fn counters_and_snapshots() {
     assert!(server.total_commands() >= 4);
     let snap = &server.connections()[0];
     assert_eq!(snap.protocol, 3);
-    assert!(!snap.opted_in);
+    // Opted in only in the opted-in run (`RR_TEST_MAINT=on`).
+    assert_eq!(snap.opted_in, testkit_common::optin::on());
     assert_eq!(snap.last_command, "get");
     server.reset_counters();
     assert_eq!(server.total_commands(), 0);

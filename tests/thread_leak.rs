@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use resilient_redis::config::{Credentials, Token, TokenCredentials};
 use resilient_redis::prelude::*;
+use support::optin::opt_in;
 use support::{threads_named, wait_until, RedisServer};
 
 #[test]
@@ -18,7 +19,7 @@ fn no_thread_is_left_after_close_or_drop() {
     assert!(threads_named("rr-").is_empty());
 
     // close(), with a blocking connection leased and one idle.
-    let client = Client::connect(server.url().as_str()).unwrap();
+    let client = Client::connect(opt_in(server.url().as_str())).unwrap();
     let db = client.database();
     db.set("k", "v").unwrap();
     let blocked = {
@@ -45,7 +46,7 @@ fn no_thread_is_left_after_close_or_drop() {
     assert!(db.ping().is_err());
 
     // Drop of the last handle (client and every database).
-    let client = Client::connect(server.url().as_str()).unwrap();
+    let client = Client::connect(opt_in(server.url().as_str())).unwrap();
     let db = client.database();
     db.ping().unwrap();
     // A thread names itself once it runs, so the count is awaited, not read once.

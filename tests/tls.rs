@@ -8,6 +8,7 @@ use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, DnType, IsCa, 
 use resilient_redis::config::TlsOptions;
 use resilient_redis::prelude::*;
 use resilient_redis::ErrorKind;
+use support::optin::opt_in;
 use support::RedisServer;
 
 struct Pki {
@@ -99,7 +100,7 @@ fn tls_with_a_trusted_ca_works_and_verification_is_on_by_default() {
     };
     let mut tls = TlsOptions::default();
     tls.ca_file = Some(pki.path("ca.pem"));
-    let db = Client::connect(options(server.port, tls))
+    let db = Client::connect(opt_in(options(server.port, tls)))
         .unwrap()
         .database();
     db.set("tls:k", "v").unwrap();
@@ -124,14 +125,14 @@ fn tls_with_a_trusted_ca_works_and_verification_is_on_by_default() {
     });
 
     // Public roots only: our CA is unknown, so the handshake must fail.
-    let err = Client::connect(options(server.port, TlsOptions::default())).unwrap_err();
+    let err = Client::connect(opt_in(options(server.port, TlsOptions::default()))).unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Tls, "{err}");
 
     // A name the certificate does not carry fails too.
     let mut tls = TlsOptions::default();
     tls.ca_file = Some(pki.path("ca.pem"));
     tls.server_name = Some("other.example".into());
-    let err = Client::connect(options(server.port, tls)).unwrap_err();
+    let err = Client::connect(opt_in(options(server.port, tls))).unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Tls, "{err}");
 }
 
@@ -143,14 +144,14 @@ fn tls_trusted_issuer_in_memory_and_explicitly_unverified() {
     };
     let mut tls = TlsOptions::default();
     tls.ca_pem = Some(std::fs::read(pki.path("ca.pem")).unwrap());
-    let db = Client::connect(options(server.port, tls))
+    let db = Client::connect(opt_in(options(server.port, tls)))
         .unwrap()
         .database();
     assert_eq!(db.ping().unwrap(), "PONG");
 
     let mut tls = TlsOptions::default();
     tls.verify = false;
-    let db = Client::connect(options(server.port, tls))
+    let db = Client::connect(opt_in(options(server.port, tls)))
         .unwrap()
         .database();
     assert_eq!(db.ping().unwrap(), "PONG");
@@ -166,7 +167,7 @@ fn mutual_tls_needs_the_client_certificate() {
     tls.ca_file = Some(pki.path("ca.pem"));
     tls.client_cert_file = Some(pki.path("client.pem"));
     tls.client_key_file = Some(pki.path("client.key"));
-    let db = Client::connect(options(server.port, tls))
+    let db = Client::connect(opt_in(options(server.port, tls)))
         .unwrap()
         .database();
     // Large values cross TLS records intact.
@@ -176,5 +177,5 @@ fn mutual_tls_needs_the_client_certificate() {
 
     let mut tls = TlsOptions::default();
     tls.ca_file = Some(pki.path("ca.pem"));
-    assert!(Client::connect(options(server.port, tls)).is_err());
+    assert!(Client::connect(opt_in(options(server.port, tls))).is_err());
 }

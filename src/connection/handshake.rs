@@ -338,6 +338,19 @@ fn exchange(
                     }
                 })?;
                 if n == 0 {
+                    // Refused credentials stay an `Auth` error when the server hangs up
+                    // before answering the rest of the round (the opt-in or `SELECT`
+                    // pipelined after `HELLO`): a reconnect would only be refused again.
+                    if let Some(e) = round
+                        .names
+                        .iter()
+                        .zip(&replies)
+                        .filter(|(_, reply)| reply.is_error())
+                        .map(|(name, reply)| reply_error(name, reply))
+                        .find(|e| e.kind() == ErrorKind::Auth)
+                    {
+                        return Err(e);
+                    }
                     // A server that turns a connection away (`maxclients`) says why,
                     // then closes: keep its reason.
                     let why = replies

@@ -18,7 +18,7 @@ pub fn connect_with(server: &RedisServer, protocol: Protocol, timeout: Duration)
     options.endpoints = vec![Endpoint::new("127.0.0.1", server.port)];
     options.protocol = Some(protocol);
     options.command_timeout = timeout;
-    Client::connect(options).expect("connect to the test server")
+    Client::connect(crate::support::optin::opt_in(options)).expect("connect to the test server")
 }
 
 /// A client speaking `protocol` to `server`, default command timeout.

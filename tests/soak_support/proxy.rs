@@ -222,6 +222,9 @@ impl Proxy {
             .set_nonblocking(true)
             .expect("nonblocking listener");
         let port = listener.local_addr().expect("proxy address").port();
+        // What answers here is a real server, which refuses the opt-in: the opted-in
+        // run must use `auto` through the proxy.
+        crate::support::optin::note_real_server(port);
         let ctl = Arc::new(Ctl {
             upstream_port,
             stop: AtomicBool::new(false),

@@ -7,6 +7,7 @@
 
 pub mod cluster;
 pub mod load;
+pub mod optin;
 pub mod sentinel;
 
 use std::collections::BTreeSet;
@@ -47,6 +48,9 @@ pub fn free_port() -> u16 {
         let port = l.local_addr().expect("local addr").port();
         let mut handed_out = HANDED_OUT.lock().unwrap_or_else(|e| e.into_inner());
         if handed_out.insert(port) {
+            // Handed out for a real server (or one that must stay unanswered): the
+            // opted-in run uses `auto` there.
+            optin::note_real_server(port);
             return port;
         }
     }

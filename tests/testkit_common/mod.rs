@@ -2,6 +2,9 @@
 //! express (exact reply shapes, pipelined handshakes, pub/sub before the client has it).
 #![allow(dead_code)]
 
+#[path = "../support/optin.rs"]
+pub mod optin;
+
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
