@@ -105,6 +105,10 @@ pub(crate) struct ClusterState {
     /// When each node was last dialled early for having become an owner.
     hurried: Mutex<HashMap<Endpoint, Instant>>,
     absent: Mutex<HashMap<Endpoint, u32>>,
+    /// Every node some topology listed: one never listed was added by a redirect or a
+    /// notification alone (an `SMIGRATED` target, perhaps an address only the cluster's
+    /// insides can reach).
+    listed_ever: Mutex<std::collections::HashSet<Endpoint>>,
     retiring: Mutex<Vec<(Arc<Node>, Instant)>>,
     /// Which node carries each sharded subscription.
     sub_routes: Mutex<HashMap<Key, Endpoint>>,
@@ -135,6 +139,7 @@ impl ClusterState {
             plan: Mutex::new(refresh::RefreshPlan::default()),
             hurried: Mutex::new(HashMap::new()),
             absent: Mutex::new(HashMap::new()),
+            listed_ever: Mutex::new(std::collections::HashSet::new()),
             retiring: Mutex::new(Vec::new()),
             sub_routes: Mutex::new(HashMap::new()),
             moved: AtomicU64::new(0),
@@ -341,6 +346,9 @@ impl ClusterState {
             .map(|n| &n.endpoint)
             .chain(&topology.unrouted)
             .collect();
+        self.listed_ever
+            .lock()
+            .extend(listed.iter().map(|e| (*e).clone()));
         let mut absent = self.absent.lock();
         let mut gone = Vec::new();
         for endpoint in known {
@@ -356,6 +364,11 @@ impl ClusterState {
             }
         }
         gone
+    }
+
+    /// Whether some topology ever listed `endpoint`.
+    pub(crate) fn ever_listed(&self, endpoint: &Endpoint) -> bool {
+        self.listed_ever.lock().contains(endpoint)
     }
 
     /// Starts retiring a node: it is closed once no caller work is in flight on it,
@@ -500,6 +513,18 @@ pub(crate) fn refresh(deployment: &Deployment, state: &ClusterState) -> bool {
     }
     for endpoint in gone {
         if let Some(node) = deployment.find(&endpoint) {
+            state.retire(node);
+        }
+    }
+    // A node no topology ever listed, that we cannot reach either (an `SMIGRATED`
+    // target named by an internal address): nothing routes to it any more, so it is
+    // not redialled until three periodic refreshes (90 s) have missed it.
+    for node in deployment.nodes() {
+        if !state.ever_listed(&node.endpoint) && node.current().is_none() {
+            log::debug!(
+                "{}: never in the topology and unreachable: retired",
+                node.endpoint
+            );
             state.retire(node);
         }
     }
