@@ -481,6 +481,7 @@ fn the_decoder_refuses_every_malformed_frame_with_a_protocol_error() {
 fn a_declared_length_below_the_limit_commits_no_memory_for_bytes_that_never_come() {
     // 512 MiB declared (the limit itself), 1 MiB sent: the decoder may reserve address
     // space, but resident memory grows with what arrived, not with the claim.
+    let _memory = memory_measured();
     let before = rss();
     let mut decoders = Vec::new();
     for _ in 0..4 {
@@ -503,6 +504,15 @@ fn a_declared_length_below_the_limit_commits_no_memory_for_bytes_that_never_come
     });
     d.feed(b"$1048577\r\n");
     assert_eq!(d.decode().unwrap_err().kind(), ErrorKind::Protocol);
+}
+
+/// Held by every test that measures the process's resident memory: the tests of this
+/// binary run in parallel, and one's allocations (a 16 MiB body, 1 MiB frames) showed in
+/// another's measurement (114 MiB "grown" once, on a loaded machine).
+static MEMORY: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn memory_measured() -> std::sync::MutexGuard<'static, ()> {
+    MEMORY.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 fn rss() -> u64 {
@@ -566,6 +576,7 @@ fn malformed_replies_fail_their_caller_and_the_connection_is_replaced() {
 
 #[test]
 fn half_a_frame_then_close_fails_the_caller_and_the_client_reconnects() {
+    let _memory = memory_measured();
     let cases: Vec<(&str, Vec<u8>)> = vec![
         ("half a bulk", b"$10\r\nabc".to_vec()),
         ("half a header", b"$1".to_vec()),
@@ -1207,6 +1218,7 @@ fn http_ok(body: &[u8]) -> Vec<u8> {
 #[test]
 fn garbage_or_huge_rest_answers_are_inconclusive_in_time_with_bounded_memory() {
     const PROBE_TIMEOUT: Duration = Duration::from_secs(2);
+    let _memory = memory_measured();
     let nested = "[".repeat(1_000_000);
     let cases: Vec<(&str, Arc<Answer>)> = vec![
         (
