@@ -75,6 +75,16 @@ pub fn system() -> Arc<dyn Clock> {
 
 /// `start + d`, saturating far in the future instead of overflowing (`BLPOP 0` waits
 /// "forever", which `Instant` cannot represent).
+/// A fraction in [0, 1) that differs from call to call and process to process (std's
+/// per-process random hash keys over the time): for jitter that keeps a fleet of
+/// clients from acting in step. Not for anything that needs real randomness.
+pub(crate) fn jitter_fraction() -> f64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u128(Instant::now().elapsed().as_nanos());
+    (h.finish() >> 11) as f64 / (1u64 << 53) as f64
+}
+
 pub(crate) fn deadline_after(start: Instant, d: Duration) -> Instant {
     start
         .checked_add(d)

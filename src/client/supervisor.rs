@@ -393,12 +393,7 @@ pub(crate) fn backoff(attempt: u32, min: Duration, max: Duration, jitter: f64) -
 
 /// A pseudo-random fraction in [0, 1): jitter only needs to differ between clients
 /// and attempts, not to be unpredictable.
-pub(crate) fn jitter_fraction() -> f64 {
-    use std::hash::{BuildHasher, Hasher};
-    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-    h.write_u128(Instant::now().elapsed().as_nanos());
-    (h.finish() >> 11) as f64 / (1u64 << 53) as f64
-}
+pub(crate) use crate::clock::jitter_fraction;
 
 #[cfg(test)]
 mod tests {

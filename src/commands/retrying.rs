@@ -10,8 +10,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::Cmd;
-use crate::client::supervisor::jitter_fraction;
 use crate::client::Router;
+use crate::clock::jitter_fraction;
 use crate::connection::CallTimeout;
 use crate::error::{Error, ErrorKind, Result};
 use crate::policy::{FaultContext, RetryDecision, RetryPolicy};

@@ -200,7 +200,7 @@ impl TokenCredentialsBuilder {
         check(&schedule)?;
         let mut renewal = Renewal::new(schedule);
         let (fetched, token) = fetch(&mut *source);
-        let step = renewal.handle(Instant::now(), fetched);
+        let step = renewal.handle(Instant::now(), fetched, crate::clock::jitter_fraction());
         let (credentials, expires_at) = match (step.verdict, token) {
             (Verdict::Renewed, Ok(token)) => token,
             (_, Err(error)) => return Err(error),
@@ -525,7 +525,9 @@ fn renew(mut r: Renewer) {
             }
         }
         let now = Instant::now();
-        let step = r.renewal.handle(now, fetched);
+        let step = r
+            .renewal
+            .handle(now, fetched, crate::clock::jitter_fraction());
         r.next = step.next_fetch;
         match (step.verdict, token) {
             (Verdict::Renewed, Ok((credentials, expires_at))) => {

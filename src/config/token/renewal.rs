@@ -93,8 +93,11 @@ impl Renewal {
         }
     }
 
-    /// The decision for a fetch that ended at `now`.
-    pub(crate) fn handle(&mut self, now: Instant, fetched: Fetched) -> Step {
+    /// The decision for a fetch that ended at `now`; `jitter` (in [0, 1]) scales a
+    /// retry's delay to between half and all of it, so the processes that share an
+    /// identity service do not all ask it again at the same instant after it failed
+    /// them together (1.0: no jitter).
+    pub(crate) fn handle(&mut self, now: Instant, fetched: Fetched, jitter: f64) -> Step {
         let because = match fetched {
             Fetched::Token { expires_at } if expires_at > now => {
                 self.expires_at = Some(expires_at);
@@ -120,8 +123,15 @@ impl Renewal {
                 valid_for,
                 because,
             },
-            next_fetch: now + self.retry_delay(valid_for),
+            next_fetch: now + self.jittered(self.retry_delay(valid_for), jitter),
         }
+    }
+
+    /// `delay` scaled by `0.5 + 0.5 * jitter`, never under `retry_min`.
+    fn jittered(&self, delay: Duration, jitter: f64) -> Duration {
+        delay
+            .mul_f64(0.5 + 0.5 * jitter.clamp(0.0, 1.0))
+            .max(self.schedule.retry_min)
     }
 
     /// Doubling from `retry_min` up to `retry_max`; while the token held is valid, at
@@ -187,7 +197,7 @@ mod tests {
                 },
                 None => Fetched::Failed,
             };
-            let step = renewal.handle(now, fetched);
+            let step = renewal.handle(now, fetched, 1.0);
             assert_eq!(step.verdict, verdict, "row {i}");
             assert_eq!(step.next_fetch - now, ms(next_in), "row {i}");
         }
@@ -243,6 +253,33 @@ mod tests {
     }
 
     #[test]
+    fn a_retry_is_jittered_down_to_half_its_delay_never_under_retry_min() {
+        let clock = ManualClock::new();
+        let now = clock.now();
+        // (failures so far, jitter, delay of the next attempt in ms); no token held.
+        let table = [
+            (0, 1.0, 100),
+            (0, 0.0, 100), // half of 100 ms is under retry_min
+            (3, 1.0, 800),
+            (3, 0.0, 400),
+            (3, 0.5, 600),
+            (10, 0.0, 1_000), // retry_max 2 s, halved
+        ];
+        for (failures, jitter, want) in table {
+            let mut renewal = Renewal::new(schedule());
+            for _ in 0..failures {
+                renewal.handle(now, Fetched::Failed, 1.0);
+            }
+            let step = renewal.handle(now, Fetched::Failed, jitter);
+            assert_eq!(
+                step.next_fetch - now,
+                ms(want),
+                "after {failures} failures, jitter {jitter}"
+            );
+        }
+    }
+
+    #[test]
     fn a_token_that_arrives_already_ended_is_not_used() {
         use Verdict::Renewed;
         let ended = |attempt, valid_for: Option<u64>| Verdict::Retry {
@@ -274,10 +311,10 @@ mod tests {
     fn a_long_outage_never_overflows_the_back_off() {
         let clock = ManualClock::new();
         let mut renewal = Renewal::new(schedule());
-        let mut last = renewal.handle(clock.now(), Fetched::Failed);
+        let mut last = renewal.handle(clock.now(), Fetched::Failed, 1.0);
         for _ in 0..100 {
             clock.advance(ms(2_000));
-            last = renewal.handle(clock.now(), Fetched::Failed);
+            last = renewal.handle(clock.now(), Fetched::Failed, 1.0);
         }
         assert_eq!(last.next_fetch - clock.now(), ms(2_000));
         assert!(matches!(last.verdict, Verdict::Retry { attempt: 101, .. }));
