@@ -39,8 +39,10 @@ use crate::client::ClientStatus;
 ///     Default::default(),
 /// )?;
 /// let status = group.status();
-/// assert_eq!(status.active.as_deref(), Some("east"));
-/// assert!(status.members.iter().all(|m| m.connected && !m.unhealthy));
+/// // `connect` returns once a member serves (the heavier east, unless west was up
+/// // well before it); the other may still be connecting.
+/// assert!(status.active.is_some());
+/// assert_eq!(status.members.len(), 2);
 /// println!("{status}");
 /// # }
 /// # Ok::<(), Box<dyn std::error::Error>>(())
