@@ -207,7 +207,7 @@ fn a_killed_primary_is_followed_to_the_promoted_replica_and_the_old_one_gets_no_
                 moved_back = true;
                 break;
             }
-            let list = support::cluster::cli(old_port, &["CLIENT", "LIST"]);
+            let list = support::sentinel::client_list(old_port);
             let logs: Vec<String> = setup.sentinels.iter().map(|s| s.log()).collect();
             panic!(
                 "the client connected to the old primary {:?} after its restart, though no \

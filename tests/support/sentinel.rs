@@ -10,7 +10,6 @@ use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use super::cluster::cli;
 use super::{free_port, skipped, wait_until, RedisServer};
 
 pub const SERVICE: &str = "mymaster";
@@ -210,9 +209,31 @@ pub fn role(port: u16) -> String {
         .unwrap_or_default()
 }
 
+/// `CLIENT LIST` of a data node. When the sentinels reconfigure a node they end its
+/// normal clients (`CLIENT KILL TYPE normal`), this observer's own connection
+/// included, so a closed connection is asked again for up to 5 s before it fails.
+pub fn client_list(port: u16) -> String {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let out = Command::new("redis-cli")
+            .args(["-h", "127.0.0.1", "-p", &port.to_string(), "CLIENT", "LIST"])
+            .output()
+            .expect("run redis-cli (apt-get install -y redis-tools)");
+        if out.status.success() {
+            return String::from_utf8_lossy(&out.stdout).trim().to_string();
+        }
+        assert!(
+            Instant::now() < deadline,
+            "redis-cli CLIENT LIST on {port}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 /// Client names connected to a data node (`CLIENT LIST`).
 pub fn client_names(port: u16) -> Vec<String> {
-    cli(port, &["CLIENT", "LIST"])
+    client_list(port)
         .lines()
         .filter_map(|l| {
             l.split(' ')
