@@ -23,6 +23,8 @@
 //! (it closes the connection); the test for that keeps the client idle when the server
 //! sends it.
 
+mod support;
+
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpListener, TcpStream};
@@ -39,6 +41,7 @@ use resilient_redis::availability::{LagAware, LagAwareOptions, ProbeResult, Rest
 use resilient_redis::prelude::*;
 use resilient_redis::resp::{encode_value, Decoder, Limits, Value};
 use resilient_redis::{ClientEvent, Endpoint, Error, ErrorKind, FailureKind};
+use support::wait_until;
 
 #[path = "support/optin.rs"]
 mod optin;
@@ -856,19 +859,6 @@ fn unsolicited_push_frames_and_error_replies_leave_callers_alone() {
     }
     assert_eq!(server.accepted(), 1, "the connection was replaced");
     client.close();
-}
-
-fn wait_until(within: Duration, mut cond: impl FnMut() -> bool) -> bool {
-    let deadline = Instant::now() + within;
-    loop {
-        if cond() {
-            return true;
-        }
-        if Instant::now() >= deadline {
-            return false;
-        }
-        thread::sleep(Duration::from_millis(10));
-    }
 }
 
 // ---------------------------------------------------------------------------------

@@ -9,7 +9,9 @@ use std::time::{Duration, Instant};
 use resilient_redis::config::Protocol;
 use resilient_redis::prelude::*;
 use resilient_redis::{ClientEvent, ErrorKind, FailureKind};
-use support::load::{wait_for_round, Writers};
+use support::credentials::{
+    acl, assert_still_delivers, client_with, issue_user, trouble, wait_for_round, Writers,
+};
 use support::optin::opt_in;
 use support::{wait_until, RedisServer};
 
@@ -441,16 +443,12 @@ fn a_rotated_password_is_used_by_every_reconnect_without_a_restart() {
     let admin = Client::connect(opt_in(server.url().as_str()))
         .unwrap()
         .database();
-    let acl = |args: &[&str]| admin.cmd("ACL").arg(args).exec().unwrap();
-    acl(&["SETUSER", "app", "on", ">first-pw", "~*", "+@all"]);
+    acl(
+        &admin,
+        &["SETUSER", "app", "on", ">first-pw", "~*", "+@all"],
+    );
     let current = RotatingCredentials::new(Credentials::user("app", "first-pw"));
-    let client = Client::connect(opt_in(
-        Options::builder()
-            .endpoint(&server.addr())
-            .credentials(Arc::new(current.clone()))
-            .build(),
-    ))
-    .unwrap();
+    let client = client_with(&server.addr(), Arc::new(current.clone()), Protocol::Resp3);
     let db = client
         .database()
         .with_retry(RetryPolicy::default())
@@ -465,9 +463,9 @@ fn a_rotated_password_is_used_by_every_reconnect_without_a_restart() {
     };
     served(200);
     // The rotation: the new password is added, the provider switched, the old removed.
-    acl(&["SETUSER", "app", ">second-pw"]);
+    acl(&admin, &["SETUSER", "app", ">second-pw"]);
     current.set(Credentials::user("app", "second-pw"));
-    acl(&["SETUSER", "app", "<first-pw"]);
+    acl(&admin, &["SETUSER", "app", "<first-pw"]);
     served(200); // the live connection is still authenticated
     let killed: i64 = admin
         .cmd("CLIENT")
@@ -490,7 +488,7 @@ fn a_rotated_password_is_used_by_every_reconnect_without_a_restart() {
 /// (`ClientEvent::Reauthenticated`), as a user revoking tokens would do.
 #[test]
 fn renewed_tokens_re_authenticate_live_connections_without_closing_them() {
-    use resilient_redis::config::{Credentials, RotatingCredentials};
+    use resilient_redis::config::RotatingCredentials;
     use std::sync::atomic::Ordering;
     use std::sync::Arc;
     let Some(server) = RedisServer::start() else {
@@ -499,20 +497,8 @@ fn renewed_tokens_re_authenticate_live_connections_without_closing_them() {
     let admin = Client::connect(opt_in(server.url().as_str()))
         .unwrap()
         .database();
-    let acl = |args: &[&str]| admin.cmd("ACL").arg(args).exec().unwrap();
-    let issue = |n: u32| {
-        let (user, pw) = (format!("tok-{n}"), format!(">token-{n}"));
-        acl(&["SETUSER", &user, "on", &pw, "~*", "&*", "+@all"]);
-        Credentials::user(user, format!("token-{n}"))
-    };
-    let tokens = RotatingCredentials::new(issue(0));
-    let client = Client::connect(opt_in(
-        Options::builder()
-            .endpoint(&server.addr())
-            .credentials(Arc::new(tokens.clone()))
-            .build(),
-    ))
-    .unwrap();
+    let tokens = RotatingCredentials::new(issue_user(&admin, "tok", 0));
+    let client = client_with(&server.addr(), Arc::new(tokens.clone()), Protocol::Resp3);
     let events = client.events();
     let rounds = client.events();
     let sub = client.subscriber();
@@ -523,14 +509,14 @@ fn renewed_tokens_re_authenticate_live_connections_without_closing_them() {
     assert_eq!(client.credentials_generation(), Some(0));
     for n in 1..=4u32 {
         thread::sleep(Duration::from_secs(2)); // the token's life
-        tokens.set(issue(n));
+        tokens.set(issue_user(&admin, "tok", u64::from(n)));
         // Renewed ahead of the old one's end: revoked once no connection uses it.
         let done = wait_for_round(&rounds, u64::from(n), Duration::from_secs(5));
         assert!(done.is_some(), "round {n} not reported");
         assert!(done.is_some_and(|connections| connections >= 2), "{done:?}");
         assert_eq!(client.credentials_generation(), Some(u64::from(n)));
         let old = format!("tok-{}", n - 1);
-        acl(&["DELUSER", &old]); // the server drops connections still using it
+        acl(&admin, &["DELUSER", &old]); // the server drops connections still using it
     }
     let before = calls.load(Ordering::Relaxed);
     assert!(wait_until(Duration::from_secs(5), || calls
@@ -538,24 +524,10 @@ fn renewed_tokens_re_authenticate_live_connections_without_closing_them() {
         > before + 100));
     let failed = writers.stop();
     assert!(failed.is_empty(), "failed calls: {failed:?}");
-    let dropped: Vec<ClientEvent> = events
-        .try_iter()
-        .filter(|e| {
-            matches!(
-                e,
-                ClientEvent::ConnectionFailed { .. } | ClientEvent::ReauthenticationFailed { .. }
-            )
-        })
-        .collect();
+    let dropped = trouble(&events, false);
     assert!(dropped.is_empty(), "{dropped:?}");
     // The subscription connection (RESP3) re-authenticated too and still delivers.
-    assert!(wait_until(Duration::from_secs(5), || sub
-        .publish("news", "still here")
-        .is_ok_and(|n| n == 1)));
-    assert_eq!(
-        news.recv_timeout(Duration::from_secs(5)).unwrap().payload,
-        b"still here"
-    );
+    assert_still_delivers(&sub, &news);
 }
 
 /// RESP2: the subscription connection cannot take `AUTH` while subscribed, so the
@@ -564,7 +536,7 @@ fn renewed_tokens_re_authenticate_live_connections_without_closing_them() {
 /// the old token once the round is reported closes nothing.
 #[test]
 fn a_round_covers_resp2_subscriptions_and_blocking_connections_before_it_is_reported() {
-    use resilient_redis::config::{Credentials, RotatingCredentials};
+    use resilient_redis::config::RotatingCredentials;
     use std::sync::Arc;
     let Some(server) = RedisServer::start() else {
         return;
@@ -572,21 +544,8 @@ fn a_round_covers_resp2_subscriptions_and_blocking_connections_before_it_is_repo
     let admin = Client::connect(opt_in(server.url().as_str()))
         .unwrap()
         .database();
-    let acl = |args: &[&str]| admin.cmd("ACL").arg(args).exec().unwrap();
-    let issue = |n: u32| {
-        let (user, pw) = (format!("r2-{n}"), format!(">secret-{n}"));
-        acl(&["SETUSER", &user, "on", &pw, "~*", "&*", "+@all"]);
-        Credentials::user(user, format!("secret-{n}"))
-    };
-    let tokens = RotatingCredentials::new(issue(0));
-    let client = Client::connect(opt_in(
-        Options::builder()
-            .endpoint(&server.addr())
-            .protocol(Protocol::Resp2)
-            .credentials(Arc::new(tokens.clone()))
-            .build(),
-    ))
-    .unwrap();
+    let tokens = RotatingCredentials::new(issue_user(&admin, "r2", 0));
+    let client = client_with(&server.addr(), Arc::new(tokens.clone()), Protocol::Resp2);
     let events = client.events();
     let rounds = client.events();
     let sub = client.subscriber();
@@ -604,7 +563,7 @@ fn a_round_covers_resp2_subscriptions_and_blocking_connections_before_it_is_repo
         .arg(["LIST", "TYPE", "normal"])
         .query::<String>()
         .is_ok_and(|list| list.contains("cmd=blpop"))));
-    tokens.set(issue(1));
+    tokens.set(issue_user(&admin, "r2", 1));
     // The interactive and subscription connections move at once; the blocked one
     // holds the round until its call returns (3 s).
     let on_old = || who_uses(&admin, "r2-0");
@@ -617,26 +576,12 @@ fn a_round_covers_resp2_subscriptions_and_blocking_connections_before_it_is_repo
         "the round is reported once the call returned"
     );
     assert!(wait_until(Duration::from_secs(5), || on_old() == 0));
-    acl(&["DELUSER", "r2-0"]);
+    acl(&admin, &["DELUSER", "r2-0"]);
     db.set("r2-k", "v").unwrap();
     let popped = db.blpop::<Option<(String, String)>>("r2-list", Duration::from_millis(100));
     assert_eq!(popped.unwrap(), None);
-    assert!(wait_until(Duration::from_secs(5), || sub
-        .publish("news", "still here")
-        .is_ok_and(|n| n == 1)));
-    assert_eq!(
-        news.recv_timeout(Duration::from_secs(5)).unwrap().payload,
-        b"still here"
-    );
-    let dropped: Vec<ClientEvent> = events
-        .try_iter()
-        .filter(|e| {
-            matches!(
-                e,
-                ClientEvent::ConnectionFailed { .. } | ClientEvent::ReauthenticationFailed { .. }
-            )
-        })
-        .collect();
+    assert_still_delivers(&sub, &news);
+    let dropped = trouble(&events, false);
     assert!(dropped.is_empty(), "{dropped:?}");
 }
 

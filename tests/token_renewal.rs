@@ -13,10 +13,12 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::Receiver;
-use resilient_redis::config::{Credentials, CredentialsProvider, Token, TokenCredentials};
+use resilient_redis::config::{
+    Credentials, CredentialsProvider, Protocol, Token, TokenCredentials,
+};
 use resilient_redis::prelude::*;
 use resilient_redis::ClientEvent;
-use support::load::Writers;
+use support::credentials::{assert_still_delivers, client_with, trouble, Writers};
 use support::{wait_until, RedisServer};
 
 fn soak_seconds() -> u64 {
@@ -95,21 +97,6 @@ fn next_round(events: &Receiver<ClientEvent>, after: u64, within: Duration) -> O
     None
 }
 
-/// The events that mean a connection was lost or a credentials problem reached the
-/// client.
-fn trouble(events: &Receiver<ClientEvent>, unavailable_too: bool) -> Vec<ClientEvent> {
-    events
-        .try_iter()
-        .filter(|e| match e {
-            ClientEvent::ConnectionFailed { .. } | ClientEvent::ReauthenticationFailed { .. } => {
-                true
-            }
-            ClientEvent::CredentialsUnavailable { .. } => unavailable_too,
-            _ => false,
-        })
-        .collect()
-}
-
 /// Issue 22: 2 s tokens renewed by the provider itself (at 1.5 s), every connection
 /// re-authenticated in place, each old token revoked as soon as the client reports
 /// that none of its connections uses it; eight threads writing all along.
@@ -123,13 +110,7 @@ fn two_second_tokens_renewed_by_the_provider_fail_no_call_and_close_no_connectio
     let tokens = TokenCredentials::builder(identity.source())
         .start()
         .unwrap();
-    let client = Client::connect(
-        Options::builder()
-            .endpoint(&server.addr())
-            .credentials(Arc::new(tokens.clone()))
-            .build(),
-    )
-    .unwrap();
+    let client = client_with(&server.addr(), Arc::new(tokens.clone()), Protocol::Resp3);
     let events = client.events();
     let rounds = client.events();
     let sub = client.subscriber();
@@ -173,13 +154,7 @@ fn two_second_tokens_renewed_by_the_provider_fail_no_call_and_close_no_connectio
     let dropped = trouble(&events, true);
     assert!(dropped.is_empty(), "{dropped:?}");
     // The subscription connection (RESP3) re-authenticated each time and still delivers.
-    assert!(wait_until(Duration::from_secs(5), || sub
-        .publish("news", "still here")
-        .is_ok_and(|n| n == 1)));
-    assert_eq!(
-        news.recv_timeout(Duration::from_secs(5)).unwrap().payload,
-        b"still here"
-    );
+    assert_still_delivers(&sub, &news);
 }
 
 /// The identity service goes down when a renewal is due, while the token in use has
@@ -200,13 +175,7 @@ fn an_identity_service_down_while_the_token_serves_fails_no_call_and_recovers() 
         .retry_delays(Duration::from_millis(100), Duration::from_secs(1))
         .start()
         .unwrap();
-    let client = Client::connect(
-        Options::builder()
-            .endpoint(&server.addr())
-            .credentials(Arc::new(tokens.clone()))
-            .build(),
-    )
-    .unwrap();
+    let client = client_with(&server.addr(), Arc::new(tokens.clone()), Protocol::Resp3);
     let events = client.events();
     let watch = client.events();
     let rounds = client.events();

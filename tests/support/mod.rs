@@ -6,7 +6,7 @@
 #![allow(dead_code)]
 
 pub mod cluster;
-pub mod load;
+pub mod credentials;
 pub mod optin;
 pub mod sentinel;
 
