@@ -1,5 +1,10 @@
 //! Time as a dependency: timing logic (back-off, heartbeats, relaxed windows, failback
 //! delay) asks a `Clock`, so tests can move time by hand instead of sleeping.
+//!
+//! Public on purpose: [`GroupOptions::clock`](crate::availability::GroupOptions::clock),
+//! [`RetryPolicy::clock`](crate::availability::RetryPolicy::clock) and the circuit
+//! breaker's builder take a clock, so an application can test its own failback and
+//! retry timing with a [`ManualClock`] instead of sleeping.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

@@ -7,10 +7,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use resilient_redis::clock::{Clock, ManualClock};
-use resilient_redis::maintenance::handoff::{jitter, max_jitter, poll_interval};
-use resilient_redis::maintenance::{
-    decide_handoff, AdvertisedAddressProbe, HandoffDecision, ReplacementPoll,
-};
+use resilient_redis::maintenance::handoff::{decide_handoff, jitter, max_jitter, poll_interval};
+use resilient_redis::maintenance::{AdvertisedAddressProbe, HandoffDecision, ReplacementPoll};
 use resilient_redis::testkit::{Answer, ScriptedResolver};
 use resilient_redis::Endpoint;
 

@@ -72,7 +72,7 @@
 //! Measured on Redis Enterprise: DNS follows a `MOVING` 4.4 to 9.7 s later (once after
 //! the close), and the server closes every connection of the node 0.7 to 4.1 s after
 //! the declared window. So the client moves first, on its own schedule, decided by the
-//! endpoint's form ([`decide_handoff`], testable without a server):
+//! endpoint's form (a socket-free decision, [`HandoffDecision`], tested without a server):
 //!
 //! - a host name, no new endpoint (every `MOVING` observed): when the first answer
 //!   already names another address (several A records, the common case) the
@@ -140,6 +140,11 @@ mod dedup;
 mod endpoint_type;
 mod event;
 mod handler;
+// Hidden, not part of the API (may change in any release): the socket-free handoff
+// decision core, public only so `tests/handoff_decision.rs` can drive it through
+// scripted DNS timelines. Users see its verdict as the `HandoffDecision` a
+// `HandoffReport` carries.
+#[doc(hidden)]
 pub mod handoff;
 mod optin;
 mod parse;
@@ -151,7 +156,7 @@ pub(crate) mod timeouts;
 mod capture_tests;
 
 pub use event::{MaintenanceEvent, MaintenanceStatus, NotificationKind, SlotMigration};
-pub use handoff::{decide_handoff, HandoffDecision};
+pub use handoff::HandoffDecision;
 pub use probe::{AdvertisedAddressProbe, ReplacementPoll};
 pub use report::{HandoffOutcome, HandoffReport, HandoffStats};
 

@@ -11,7 +11,11 @@ mod partial;
 mod value;
 
 pub use decoder::{Decoder, Limits};
-pub use encoder::{
-    encode_value, encode_value_resp2, write_arg, write_command_header, write_int_arg,
-};
+pub use encoder::{encode_value, encode_value_resp2};
 pub use value::Value;
+
+// Not part of the API (hidden, may change in any release): the command encoder's
+// pieces, public only so the codec benchmark (`benches/codec_instructions.rs`) can
+// count their instructions. Commands are built with `Cmd`/`CmdBuilder`.
+#[doc(hidden)]
+pub use encoder::{write_arg, write_command_header, write_int_arg};

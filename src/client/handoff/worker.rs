@@ -24,11 +24,10 @@ use crate::clock::{self, deadline_after};
 use crate::config::Options;
 use crate::connection::Connection;
 use crate::error::{FailureKind, Result};
-use crate::maintenance::handoff::{jitter, poll_interval};
+use crate::maintenance::handoff::{decide_handoff, jitter, poll_interval};
 use crate::maintenance::timeouts::RelaxSettings;
 use crate::maintenance::{
-    decide_handoff, AdvertisedAddressProbe, HandoffDecision, HandoffOutcome, HandoffReport,
-    NotificationKind,
+    AdvertisedAddressProbe, HandoffDecision, HandoffOutcome, HandoffReport, NotificationKind,
 };
 use crate::resolve;
 
