@@ -48,12 +48,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         })
         .collect();
     let options = GroupOptions::default()
-        .health_check(HealthCheck {
-            interval: Duration::from_millis(500),
-            probe_timeout: Duration::from_millis(400),
-            probe_count: 2,
-            ..HealthCheck::default()
-        })
+        .health_check(
+            HealthCheck::default()
+                .interval(Duration::from_millis(500))
+                .probe_timeout(Duration::from_millis(400))
+                .probe_count(2),
+        )
         .failback_delay(Duration::from_secs(2));
     let group = Group::connect(members.clone(), options)?;
     let events = group.events();

@@ -60,10 +60,7 @@ impl Region {
         })
         .rest_endpoint(self.cluster.url())
         .trust_issuer_pem(self.cluster.certificate_pem().as_bytes())?;
-        let check = HealthCheck {
-            interval: Duration::from_millis(250),
-            ..HealthCheck::lag_aware(lag_aware)
-        };
+        let check = HealthCheck::lag_aware(lag_aware).interval(Duration::from_millis(250));
         Ok(Member::new(format!(
             "{}?syncTimeout=300&connectTimeout=300&reconnectMin=20&reconnectMax=200",
             self.redis.url()
@@ -77,12 +74,12 @@ impl Region {
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let east = Region::start("us-east")?;
     let west = Region::start("us-west")?;
-    let options = GroupOptions::default().health_check(HealthCheck {
-        interval: Duration::from_millis(200),
-        probe_count: 1,
-        probe_timeout: Duration::from_millis(200),
-        ..HealthCheck::default()
-    });
+    let options = GroupOptions::default().health_check(
+        HealthCheck::default()
+            .interval(Duration::from_millis(200))
+            .probe_count(1)
+            .probe_timeout(Duration::from_millis(200)),
+    );
     let group = Group::connect(vec![east.member(20)?, west.member(10)?], options)?;
     let events = group.events();
     let db = group.database();

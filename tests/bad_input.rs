@@ -41,10 +41,8 @@ use resilient_redis::availability::{LagAware, LagAwareOptions, ProbeResult, Rest
 use resilient_redis::prelude::*;
 use resilient_redis::resp::{encode_value, Decoder, Limits, Value};
 use resilient_redis::{ClientEvent, Endpoint, Error, ErrorKind, FailureKind};
-use support::wait_until;
+use support::{optin, wait_until};
 
-#[path = "support/optin.rs"]
-mod optin;
 
 /// Command timeout of the clients under test.
 const TIMEOUT: Duration = Duration::from_millis(2000);
@@ -955,7 +953,7 @@ fn bad_option_strings_and_urls_are_config_errors() {
         assert_eq!(e.kind(), ErrorKind::Config, "{shown:?}: {e}");
     }
     // An endpoint the builder could not parse is refused by connect, classified.
-    let o = Options::builder().endpoint("h o st:1").build();
+    let o = Options::default().endpoint("h o st:1");
     let e = Client::connect(o).unwrap_err();
     assert!(
         matches!(e.kind(), ErrorKind::Config | ErrorKind::Connect),

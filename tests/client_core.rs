@@ -16,10 +16,9 @@ use support::optin::opt_in;
 use support::{wait_until, RedisServer};
 
 fn options(server: &RedisServer, protocol: Protocol) -> Options {
-    Options::builder()
+    Options::default()
         .endpoint(&server.addr())
         .protocol(protocol)
-        .build()
 }
 
 #[test]
@@ -88,11 +87,10 @@ fn the_client_recovers_by_itself_after_the_server_is_killed_and_restarted() {
         return;
     };
     let client = Client::connect(opt_in(
-        Options::builder()
+        Options::default()
             .endpoint(&server.addr())
             .reconnect_delay(Duration::from_millis(20), Duration::from_millis(200))
-            .command_timeout(Duration::from_millis(500))
-            .build(),
+            .command_timeout(Duration::from_millis(500)),
     ))
     .unwrap();
     let events = client.events();
@@ -136,10 +134,9 @@ fn commands_issued_while_disconnected_wait_in_the_backlog_and_complete() {
         return;
     };
     let client = Client::connect(opt_in(
-        Options::builder()
+        Options::default()
             .endpoint(&server.addr())
-            .reconnect_delay(Duration::from_millis(20), Duration::from_millis(100))
-            .build(),
+            .reconnect_delay(Duration::from_millis(20), Duration::from_millis(100)),
     ))
     .unwrap();
     let db = client.database();
@@ -161,11 +158,10 @@ fn failfast_backlog_fails_at_once_while_disconnected() {
         return;
     };
     let client = Client::connect(opt_in(
-        Options::builder()
+        Options::default()
             .endpoint(&server.addr())
             .backlog(resilient_redis::config::BacklogPolicy::FailFast)
-            .reconnect_delay(Duration::from_secs(5), Duration::from_secs(5))
-            .build(),
+            .reconnect_delay(Duration::from_secs(5), Duration::from_secs(5)),
     ))
     .unwrap();
     let db = client.database();
@@ -192,23 +188,21 @@ fn acl_users_authenticate_and_a_wrong_password_is_a_classified_error_without_the
         .unwrap();
     for protocol in [Protocol::Resp2, Protocol::Resp3] {
         let ok = Client::connect(opt_in(
-            Options::builder()
+            Options::default()
                 .endpoint(&server.addr())
                 .user("alice")
                 .password("s3cret-pw")
-                .protocol(protocol)
-                .build(),
+                .protocol(protocol),
         ))
         .unwrap();
         let who: String = ok.database().cmd("ACL").arg("WHOAMI").query().unwrap();
         assert_eq!(who, "alice");
         let err = Client::connect(opt_in(
-            Options::builder()
+            Options::default()
                 .endpoint(&server.addr())
                 .user("alice")
                 .password("wrong-pw-xyz")
-                .protocol(protocol)
-                .build(),
+                .protocol(protocol),
         ))
         .unwrap_err();
         assert_eq!(err.kind(), ErrorKind::Auth, "{err}");
@@ -226,12 +220,11 @@ fn select_and_client_name_are_applied_by_the_handshake_and_after_reconnect() {
         return;
     };
     let client = Client::connect(opt_in(
-        Options::builder()
+        Options::default()
             .endpoint(&server.addr())
             .database(3)
             .client_name("rr-test")
-            .reconnect_delay(Duration::from_millis(20), Duration::from_millis(100))
-            .build(),
+            .reconnect_delay(Duration::from_millis(20), Duration::from_millis(100)),
     ))
     .unwrap();
     let db = client.database();
@@ -303,12 +296,11 @@ fn a_server_that_stops_answering_is_detected_and_the_connection_replaced() {
         return;
     };
     let client = Client::connect(opt_in(
-        Options::builder()
+        Options::default()
             .endpoint(&server.addr())
             .command_timeout(Duration::from_millis(300))
             .connect_timeout(Duration::from_millis(500))
-            .reconnect_delay(Duration::from_millis(50), Duration::from_millis(200))
-            .build(),
+            .reconnect_delay(Duration::from_millis(50), Duration::from_millis(200)),
     ))
     .unwrap();
     let events = client.events();
@@ -346,10 +338,9 @@ fn idle_connections_get_heartbeats() {
         return;
     };
     let client = Client::connect(opt_in(
-        Options::builder()
+        Options::default()
             .endpoint(&server.addr())
-            .keep_alive(Duration::from_millis(100))
-            .build(),
+            .keep_alive(Duration::from_millis(100)),
     ))
     .unwrap();
     let observer = Client::connect(opt_in(server.url().as_str()))
@@ -620,11 +611,10 @@ fn a_refused_subscription_names_the_servers_reason() {
         .exec()
         .unwrap();
     let client = Client::connect(opt_in(
-        Options::builder()
+        Options::default()
             .endpoint(&server.addr())
             .user("nochan")
-            .password("pw")
-            .build(),
+            .password("pw"),
     ))
     .unwrap();
     let started = Instant::now();

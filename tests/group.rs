@@ -30,13 +30,11 @@ fn member(server: &RedisServer, name: &str, weight: u32) -> Member {
 /// Frequent checks; the probe timeout stays generous so a loaded CI machine does not
 /// fail a healthy member (which would move traffic the test does not expect).
 fn fast_checks() -> HealthCheck {
-    HealthCheck {
-        interval: Duration::from_millis(200),
-        probe_count: 1,
-        probe_timeout: Duration::from_millis(1000),
-        probe_interval: Duration::from_millis(50),
-        ..HealthCheck::default()
-    }
+    HealthCheck::default()
+        .interval(Duration::from_millis(200))
+        .probe_count(1)
+        .probe_timeout(Duration::from_millis(1000))
+        .probe_interval(Duration::from_millis(50))
 }
 
 fn three() -> Option<[RedisServer; 3]> {
@@ -237,11 +235,9 @@ fn pubsub_follows_the_active_member_through_a_failover() {
     // Lenient checks: a probe that times out on a loaded machine would move traffic
     // while the stray message is published and make it legitimately deliverable. The
     // kill below is seen as a disconnect, without probes.
-    let lenient = HealthCheck {
-        probe_timeout: Duration::from_secs(3),
-        policy: Arc::new(resilient_redis::availability::AnySuccess),
-        ..fast_checks()
-    };
+    let lenient = fast_checks()
+        .probe_timeout(Duration::from_secs(3))
+        .policy(Arc::new(resilient_redis::availability::AnySuccess));
     let group = Group::connect(
         vec![member(&servers[0], "m0", 30), member(&servers[1], "m1", 20)],
         GroupOptions::default().health_check(lenient),

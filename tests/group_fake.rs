@@ -30,13 +30,13 @@ fn member(server: &FakeServer, name: &str, weight: u32) -> Member {
 }
 
 fn options() -> GroupOptions {
-    GroupOptions::default().health_check(HealthCheck {
-        interval: Duration::from_millis(100),
-        probe_count: 1,
-        probe_timeout: Duration::from_millis(200),
-        probe_interval: Duration::from_millis(20),
-        ..HealthCheck::default()
-    })
+    GroupOptions::default().health_check(
+        HealthCheck::default()
+            .interval(Duration::from_millis(100))
+            .probe_count(1)
+            .probe_timeout(Duration::from_millis(200))
+            .probe_interval(Duration::from_millis(20)),
+    )
 }
 
 fn active(group: &Group) -> String {
@@ -82,16 +82,12 @@ fn closed_and_refused_connections_move_the_group_and_it_comes_back() {
 #[test]
 fn an_error_storm_trips_the_breaker_and_the_member_is_flagged_at_once() {
     let servers = fakes();
-    let breaker = CircuitBreaker::builder()
+    let breaker = CircuitBreaker::default()
         .minimum_number_of_failures(20)
-        .failure_rate_threshold(10.0)
-        .build();
+        .failure_rate_threshold(10.0);
     // Health checks far apart: only the breaker can move the group this fast.
     let slow_checks = GroupOptions::default()
-        .health_check(HealthCheck {
-            interval: Duration::from_secs(60),
-            ..HealthCheck::default()
-        })
+        .health_check(HealthCheck::default().interval(Duration::from_secs(60)))
         .circuit_breaker(breaker);
     let group = group_of(&servers, slow_checks);
     let events = group.events();
@@ -126,9 +122,7 @@ fn an_error_storm_trips_the_breaker_and_the_member_is_flagged_at_once() {
 #[test]
 fn application_errors_do_not_trip_the_breaker() {
     let servers = fakes();
-    let breaker = CircuitBreaker::builder()
-        .minimum_number_of_failures(5)
-        .build();
+    let breaker = CircuitBreaker::default().minimum_number_of_failures(5);
     let group = group_of(&servers, options().circuit_breaker(breaker));
     let db = group.database();
     db.cmd("LPUSH").arg("list").arg("x").exec().unwrap();

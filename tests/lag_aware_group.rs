@@ -40,13 +40,11 @@ fn lag_check(api: &FakeRestApi) -> HealthCheck {
             .rest_endpoint(api.url())
             .trust_issuer_pem(api.certificate_pem().as_bytes())
             .unwrap();
-    HealthCheck {
-        interval: Duration::from_millis(100),
+    HealthCheck::lag_aware(options)
+        .interval(Duration::from_millis(100))
         // Generous: a REST answer slowed by a loaded machine must not read as
         // "could not ask" (Inconclusive), which would make the member ineligible.
-        probe_timeout: Duration::from_millis(3000),
-        ..HealthCheck::lag_aware(options)
-    }
+        .probe_timeout(Duration::from_millis(3000))
 }
 
 fn plain(server: &FakeServer, name: &str, weight: u32) -> Member {
@@ -65,13 +63,13 @@ fn member(r: &Region, name: &str, weight: u32) -> Member {
 /// Frequent liveness checks with a generous probe timeout: on a loaded CI machine a
 /// short one fails healthy members and moves traffic the scenarios do not expect.
 fn options() -> GroupOptions {
-    GroupOptions::default().health_check(HealthCheck {
-        interval: Duration::from_millis(100),
-        probe_count: 1,
-        probe_timeout: Duration::from_millis(1000),
-        probe_interval: Duration::from_millis(20),
-        ..HealthCheck::default()
-    })
+    GroupOptions::default().health_check(
+        HealthCheck::default()
+            .interval(Duration::from_millis(100))
+            .probe_count(1)
+            .probe_timeout(Duration::from_millis(1000))
+            .probe_interval(Duration::from_millis(20)),
+    )
 }
 
 fn active(group: &Group) -> String {
@@ -384,13 +382,11 @@ fn a_probe_runs_once_per_serving_master_or_once_per_member_as_its_scope_says() {
     let seed = ports[0];
     for (scope, expect_all) in [(ProbeScope::Endpoint, true), (ProbeScope::Member, false)] {
         let seen = std::sync::Arc::new(Recording::default());
-        let check = HealthCheck {
-            interval: Duration::from_millis(50),
-            probe_count: 1,
-            probe: seen.clone(),
-            scope,
-            ..HealthCheck::default()
-        };
+        let check = HealthCheck::default()
+            .interval(Duration::from_millis(50))
+            .probe_count(1)
+            .probe(seen.clone())
+            .scope(scope);
         let member = Member::new(opt_in(format!("{}?syncTimeout=500", cluster.url())))
             .with_health_check(check);
         let group = Group::connect(vec![member], GroupOptions::default()).unwrap();

@@ -18,12 +18,11 @@ const WAIT: Duration = Duration::from_secs(5);
 
 fn client(server: &RedisServer, protocol: Protocol) -> Client {
     Client::connect(opt_in(
-        Options::builder()
+        Options::default()
             .endpoint(&server.addr())
             .protocol(protocol)
             .reconnect_delay(Duration::from_millis(20), Duration::from_millis(200))
-            .keep_alive(Duration::from_millis(200))
-            .build(),
+            .keep_alive(Duration::from_millis(200)),
     ))
     .unwrap()
 }

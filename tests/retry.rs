@@ -220,12 +220,12 @@ fn a_retry_spanning_a_group_failover_lands_on_the_new_member() {
         .collect();
     let group = Group::connect(
         members,
-        GroupOptions::default().health_check(HealthCheck {
-            interval: Duration::from_millis(100),
-            probe_count: 1,
-            probe_timeout: Duration::from_millis(100),
-            ..HealthCheck::default()
-        }),
+        GroupOptions::default().health_check(
+            HealthCheck::default()
+                .interval(Duration::from_millis(100))
+                .probe_count(1)
+                .probe_timeout(Duration::from_millis(100)),
+        ),
     )
     .unwrap();
     let db = group

@@ -128,12 +128,11 @@ fn no_secret_in_logs_debug_display_errors_or_events() {
         assert_eq!(client.database().ping().unwrap(), "PONG");
         client.close();
     }
-    let built = Options::builder()
+    let built = Options::default()
         .endpoint(&format!("127.0.0.1:{port}"))
         .password(PASSWORD)
         .reconnect_delay(Duration::from_millis(20), Duration::from_millis(100))
-        .command_timeout(Duration::from_millis(1000))
-        .build();
+        .command_timeout(Duration::from_millis(1000));
     let client = Client::connect(opt_in(built.clone())).unwrap();
     let events = client.events();
     let db = client.database();
@@ -276,12 +275,12 @@ fn groups_show_no_secret_when_members_are_given_as_urls() {
             )))
             .with_weight(10),
         ],
-        GroupOptions::default().health_check(HealthCheck {
-            interval: Duration::from_millis(100),
-            probe_count: 1,
-            probe_timeout: Duration::from_millis(300),
-            ..HealthCheck::default()
-        }),
+        GroupOptions::default().health_check(
+            HealthCheck::default()
+                .interval(Duration::from_millis(100))
+                .probe_count(1)
+                .probe_timeout(Duration::from_millis(300)),
+        ),
     )
     .unwrap();
     let events = group.events();

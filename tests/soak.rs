@@ -1918,13 +1918,11 @@ fn chaos_soak() {
             Some(id)
         })
         .collect();
-    let checks = HealthCheck {
-        interval: Duration::from_millis(200),
-        probe_count: 1,
-        probe_timeout: Duration::from_millis(300),
-        probe_interval: Duration::from_millis(50),
-        ..HealthCheck::default()
-    };
+    let checks = HealthCheck::default()
+        .interval(Duration::from_millis(200))
+        .probe_count(1)
+        .probe_timeout(Duration::from_millis(300))
+        .probe_interval(Duration::from_millis(50));
     let proxies: Vec<Proxy> = servers.iter().map(|s| Proxy::start(s.port)).collect();
     let dns = ScriptedResolver::new();
     let group = Group::connect(
@@ -2694,12 +2692,10 @@ fn a_subscription_on_a_half_open_member_is_recovered_before_traffic_fails_back()
         .with_name(format!("m{i}"))
         .with_weight(weight)
     };
-    let checks = HealthCheck {
-        interval: Duration::from_millis(200),
-        probe_count: 1,
-        probe_timeout: Duration::from_millis(300),
-        ..HealthCheck::default()
-    };
+    let checks = HealthCheck::default()
+        .interval(Duration::from_millis(200))
+        .probe_count(1)
+        .probe_timeout(Duration::from_millis(300));
     let group = Group::connect(
         vec![member(0, 20), member(1, 10)],
         GroupOptions::default()

@@ -79,10 +79,9 @@ fn no_thread_is_left_after_close_or_drop() {
     .start()
     .unwrap();
     let client = Client::connect(
-        Options::builder()
+        Options::default()
             .endpoint(&server.addr())
-            .credentials(Arc::new(tokens.clone()))
-            .build(),
+            .credentials(Arc::new(tokens.clone())),
     )
     .unwrap();
     client.database().ping().unwrap();

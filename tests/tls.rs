@@ -86,10 +86,9 @@ impl TlsServer {
 }
 
 fn options(port: u16, tls: TlsOptions) -> Options {
-    Options::builder()
+    Options::default()
         .endpoint(&format!("localhost:{port}"))
         .tls(tls)
-        .build()
 }
 
 #[test]

@@ -72,7 +72,7 @@ impl Group {
     ///         Member::new("rediss://us.example:6380").with_name("us").with_weight(5),
     ///     ],
     ///     GroupOptions::default()
-    ///         .health_check(HealthCheck { interval: Duration::from_secs(1), ..HealthCheck::default() })
+    ///         .health_check(HealthCheck::default().interval(Duration::from_secs(1)))
     ///         .failback_delay(Duration::from_secs(60)),
     /// )?;
     /// println!("{}", group.status()); // members, weights, health, latency; `*` is active

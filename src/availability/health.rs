@@ -106,25 +106,21 @@ pub enum ProbeScope {
 /// `probe_timeout` each, `probe_interval` apart after a failed one, judged by `policy`.
 ///
 /// The defaults are the values other clients converged on: 5 s, 3 probes, 3 s,
-/// 500 ms, `Ping`, `AllSuccess`, per endpoint. Clone and modify:
+/// 500 ms, `Ping`, `AllSuccess`, per endpoint. Tuned with consuming setters, like every
+/// configuration value of the crate:
 ///
 /// ```
 /// use resilient_redis::availability::{HealthCheck, MajoritySuccess};
 /// use std::sync::Arc;
 /// use std::time::Duration;
-/// let check = HealthCheck {
-///     interval: Duration::from_secs(1),
-///     probe_count: 5,
-///     policy: Arc::new(MajoritySuccess),
-///     ..HealthCheck::default()
-/// };
-/// # let _ = check;
+/// let check = HealthCheck::default()
+///     .interval(Duration::from_secs(1))
+///     .probe_count(5)
+///     .policy(Arc::new(MajoritySuccess));
+/// assert_eq!(check.probe_count, 5);
 /// ```
-///
-/// Not `#[non_exhaustive]`, on purpose: struct update syntax (`..HealthCheck::default()`)
-/// is how a check is tuned, and it keeps compiling when a field is added, which
-/// `#[non_exhaustive]` would forbid outside this crate.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct HealthCheck {
     /// Time between checks.
     pub interval: Duration,
@@ -157,6 +153,48 @@ impl Default for HealthCheck {
 }
 
 impl HealthCheck {
+    /// Time between checks (5 s).
+    pub fn interval(mut self, interval: Duration) -> Self {
+        self.interval = interval;
+        self
+    }
+
+    /// Probes at most per check (3).
+    pub fn probe_count(mut self, count: u32) -> Self {
+        self.probe_count = count;
+        self
+    }
+
+    /// Time one probe may take (3 s).
+    pub fn probe_timeout(mut self, timeout: Duration) -> Self {
+        self.probe_timeout = timeout;
+        self
+    }
+
+    /// Pause after a failed probe before the next (500 ms).
+    pub fn probe_interval(mut self, interval: Duration) -> Self {
+        self.probe_interval = interval;
+        self
+    }
+
+    /// What a probe does ([`Ping`]).
+    pub fn probe(mut self, probe: Arc<dyn Probe>) -> Self {
+        self.probe = probe;
+        self
+    }
+
+    /// How results become a verdict ([`AllSuccess`]).
+    pub fn policy(mut self, policy: Arc<dyn ProbePolicy>) -> Self {
+        self.policy = policy;
+        self
+    }
+
+    /// Once per server or once per member ([`ProbeScope::Endpoint`]).
+    pub fn scope(mut self, scope: ProbeScope) -> Self {
+        self.scope = scope;
+        self
+    }
+
     /// Runs one check against `target` (on the calling probe thread).
     pub fn run(&self, target: &ProbeTarget<'_>) -> ProbeResult {
         let total = self.probe_count.max(1);

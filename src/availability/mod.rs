@@ -25,8 +25,7 @@ mod target;
 // The breaker, retry and fault policies live in `policy`, below `connection`; their
 // public path stays here.
 pub use crate::policy::{
-    Accumulator, BreakerPolicy, CircuitBreaker, CircuitBreakerBuilder, FaultContext, RetryDecision,
-    RetryPolicy,
+    Accumulator, BreakerPolicy, CircuitBreaker, FaultContext, RetryDecision, RetryPolicy,
 };
 
 pub use events::{ChangeReason, GroupEvent};

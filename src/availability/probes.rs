@@ -55,7 +55,7 @@ impl Probe for IsConnected {
 ///     let read: i64 = target.command(&get, timeout)?;
 ///     Ok(read >= n)
 /// });
-/// let check = HealthCheck { probe: std::sync::Arc::new(probe), ..HealthCheck::default() };
+/// let check = HealthCheck::default().probe(std::sync::Arc::new(probe));
 /// # let _ = check;
 /// ```
 pub struct KeyWrite<F> {

@@ -143,10 +143,9 @@ impl Client {
     /// let b = Client::connect("cache.example:6379,password=secret,ssl=true,syncTimeout=2000")?;
     /// // ... or options built in code.
     /// let c = Client::connect(
-    ///     Options::builder()
+    ///     Options::default()
     ///         .endpoint("cache.example:6379")
-    ///         .command_timeout(Duration::from_secs(2))
-    ///         .build(),
+    ///         .command_timeout(Duration::from_secs(2)),
     /// )?;
     /// # let _ = (a, b, c);
     /// # Ok::<(), resilient_redis::Error>(())

@@ -59,7 +59,7 @@ impl fmt::Debug for Credentials {
 /// first connection, every reconnect, a new cluster node, a handoff, a subscription or
 /// blocking connection, a group member), so credentials that change (a rotated
 /// password, a short-lived token) are used without a restart. Set it with
-/// [`OptionsBuilder::credentials`](super::OptionsBuilder::credentials); it takes the
+/// [`Options::credentials`](super::Options::credentials); it takes the
 /// place of `user`/`password`.
 ///
 /// It runs on the thread that opens the connection, under that connection's connect

@@ -23,8 +23,8 @@ pub use credentials::{Credentials, CredentialsProvider, RenewalFailure, Rotating
 #[cfg(test)]
 pub(crate) use options::Explicit;
 pub use options::{
-    BacklogPolicy, Endpoint, MaintNotifications, MovingEndpointType, Options, OptionsBuilder,
-    Protocol, Secret, TlsOptions,
+    BacklogPolicy, Endpoint, MaintNotifications, MovingEndpointType, Options, Protocol, Secret,
+    TlsOptions,
 };
 pub(crate) use parse::parse_endpoint;
 pub use token::{Token, TokenCredentials, TokenCredentialsBuilder, TokenSource};

@@ -157,8 +157,9 @@ impl Default for TlsOptions {
 
 /// Configuration of one deployment's client.
 ///
-/// Build it with [`Options::builder`], parse it from a URL or an option string with
-/// [`Options::parse`], or start from `Options::default()` and set fields.
+/// Start from `Options::default()` and chain its setters (`.endpoint(..)`,
+/// `.command_timeout(..)`), parse it from a URL or an option string with
+/// [`Options::parse`], or set fields.
 ///
 /// ```
 /// use resilient_redis::Options;
@@ -242,16 +243,16 @@ pub struct Options {
 }
 
 /// Which of the settings a provider may default were given explicitly, in an option
-/// string, a URL or through [`OptionsBuilder`]: a provider's defaults never override
+/// string, a URL or through the setters of `Options`: a provider's defaults never override
 /// them, not even when they hold the library default (`ssl=false`). A field assigned
 /// directly in code counts as set when it differs from the library default.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Explicit {
-    /// `ssl`, a `rediss://` scheme, `OptionsBuilder::tls` / `no_tls`.
+    /// `ssl`, a `rediss://` scheme, `Options::tls` / `no_tls`.
     pub tls: bool,
-    /// `protocol`, `OptionsBuilder::protocol`.
+    /// `protocol`, `Options::protocol`.
     pub protocol: bool,
-    /// `maintNotifications`, `OptionsBuilder::maint_notifications`.
+    /// `maintNotifications`, `Options::maint_notifications`.
     pub maint: bool,
 }
 
@@ -291,121 +292,108 @@ impl Default for Options {
     }
 }
 
-impl Options {
-    /// A builder starting from the defaults.
-    pub fn builder() -> OptionsBuilder {
-        OptionsBuilder {
-            options: Options::default(),
-        }
-    }
-}
-
-/// Builds [`Options`] with setters that take and return `self`.
+/// Setters that take and return `self`, named after the setting, so options are
+/// written as one expression (the crate's one configuration idiom: a value, its
+/// `Default`, and consuming setters):
 ///
 /// ```
 /// use resilient_redis::Options;
 /// use std::time::Duration;
-/// let o = Options::builder()
+/// let o = Options::default()
 ///     .endpoint("127.0.0.1:6379")
-///     .command_timeout(Duration::from_millis(250))
-///     .build();
+///     .command_timeout(Duration::from_millis(250));
 /// assert_eq!(o.endpoints[0].port, 6379);
 /// ```
-#[derive(Clone, Debug)]
-pub struct OptionsBuilder {
-    options: Options,
-}
-
-impl OptionsBuilder {
+impl Options {
     /// Adds an endpoint given as `host:port` (`[v6]:port`; a missing port means 6379).
     /// An endpoint that cannot be parsed is kept as a host with port 6379 and rejected
     /// by `Client::connect` with a configuration error.
     pub fn endpoint(mut self, endpoint: &str) -> Self {
         let parsed = super::parse::parse_endpoint(endpoint)
             .unwrap_or_else(|_| Endpoint::new(endpoint, 6379));
-        self.options.endpoints.push(parsed);
+        self.endpoints.push(parsed);
         self
     }
     /// ACL user.
     pub fn user(mut self, user: impl Into<String>) -> Self {
-        self.options.user = Some(user.into());
+        self.user = Some(user.into());
         self
     }
     /// Password.
     pub fn password(mut self, password: impl Into<String>) -> Self {
-        self.options.password = Some(Secret::new(password));
+        self.password = Some(Secret::new(password));
         self
     }
     /// Database index.
     pub fn database(mut self, db: u32) -> Self {
-        self.options.database = db;
+        self.database = db;
         self
     }
     /// Client name.
     pub fn client_name(mut self, name: impl Into<String>) -> Self {
-        self.options.client_name = Some(name.into());
+        self.client_name = Some(name.into());
         self
     }
     /// TLS settings.
     pub fn tls(mut self, tls: TlsOptions) -> Self {
-        self.options.tls = Some(tls);
-        self.options.explicit.tls = true;
+        self.tls = Some(tls);
+        self.explicit.tls = true;
         self
     }
     /// Plain TCP, even where a provider's defaults would turn TLS on (the builder's
     /// counterpart of `ssl=false`).
     pub fn no_tls(mut self) -> Self {
-        self.options.tls = None;
-        self.options.explicit.tls = true;
+        self.tls = None;
+        self.explicit.tls = true;
         self
     }
     /// Connect timeout.
     pub fn connect_timeout(mut self, d: Duration) -> Self {
-        self.options.connect_timeout = d;
+        self.connect_timeout = d;
         self
     }
     /// Default command timeout.
     pub fn command_timeout(mut self, d: Duration) -> Self {
-        self.options.command_timeout = d;
+        self.command_timeout = d;
         self
     }
     /// Heartbeat interval for idle connections.
     pub fn keep_alive(mut self, d: Duration) -> Self {
-        self.options.keep_alive = d;
+        self.keep_alive = d;
         self
     }
     /// Forced protocol.
     pub fn protocol(mut self, p: Protocol) -> Self {
-        self.options.protocol = Some(p);
-        self.options.explicit.protocol = true;
+        self.protocol = Some(p);
+        self.explicit.protocol = true;
         self
     }
     /// Whether `connect` fails when the first connection cannot be made.
     pub fn abort_connect(mut self, abort: bool) -> Self {
-        self.options.abort_connect = abort;
+        self.abort_connect = abort;
         self
     }
     /// Backlog policy while disconnected.
     pub fn backlog(mut self, policy: BacklogPolicy) -> Self {
-        self.options.backlog = policy;
+        self.backlog = policy;
         self
     }
     /// Reconnect back-off bounds.
     pub fn reconnect_delay(mut self, min: Duration, max: Duration) -> Self {
-        self.options.reconnect_min_delay = min;
-        self.options.reconnect_max_delay = max;
+        self.reconnect_min_delay = min;
+        self.reconnect_max_delay = max;
         self
     }
     /// Read-only commands go to replicas (see [`Options::replica_reads`]).
     pub fn replica_reads(mut self, on: bool) -> Self {
-        self.options.replica_reads = on;
+        self.replica_reads = on;
         self
     }
     /// Maintenance notifications opt-in (explicit: a provider's default never
     /// overrides it, `Disabled` included).
     pub fn maint_notifications(mut self, mode: MaintNotifications) -> Self {
-        self.options.maint_notifications = mode;
-        self.options.explicit.maint = true;
+        self.maint_notifications = mode;
+        self.explicit.maint = true;
         self
     }
     /// Relaxed timeouts during maintenance: the relaxed command timeout (a floor),
@@ -417,38 +405,34 @@ impl OptionsBuilder {
         window_max: Option<Duration>,
         post_event: Option<Duration>,
     ) -> Self {
-        self.options.maint_relaxed_timeout = relaxed;
-        self.options.maint_relaxed_window_max = window_max;
-        self.options.maint_post_event_relaxed = post_event;
+        self.maint_relaxed_timeout = relaxed;
+        self.maint_relaxed_window_max = window_max;
+        self.maint_post_event_relaxed = post_event;
         self
     }
     /// The credentials provider every connection asks when it authenticates (see
     /// [`Options::credentials`]).
     pub fn credentials(mut self, provider: std::sync::Arc<dyn super::CredentialsProvider>) -> Self {
-        self.options.credentials = Some(provider);
+        self.credentials = Some(provider);
         self
     }
 
     /// Redis Sentinel: the service name to ask the sentinels for; the endpoints given
     /// are then the sentinels (see [`Options::service_name`]).
     pub fn service_name(mut self, name: impl Into<String>) -> Self {
-        self.options.service_name = Some(name.into());
+        self.service_name = Some(name.into());
         self
     }
     /// Redis Sentinel: the ACL user and password the sentinels want (the data nodes
     /// use `user` and `password`).
     pub fn sentinel_auth(mut self, user: Option<&str>, password: impl Into<String>) -> Self {
-        self.options.sentinel_user = user.map(str::to_string);
-        self.options.sentinel_password = Some(Secret::new(password));
+        self.sentinel_user = user.map(str::to_string);
+        self.sentinel_password = Some(Secret::new(password));
         self
     }
     /// The resolver every connection uses (see [`Options::resolver`]).
     pub fn resolver(mut self, resolver: std::sync::Arc<dyn crate::resolve::Resolver>) -> Self {
-        self.options.resolver = Some(resolver);
+        self.resolver = Some(resolver);
         self
-    }
-    /// The finished options.
-    pub fn build(self) -> Options {
-        self.options
     }
 }

@@ -27,7 +27,7 @@ impl Options {
     ///
     /// A provider's defaults fill only what was not set: a key given in an option
     /// string or URL (even to the library default: `ssl=false` beats a provider's TLS),
-    /// an [`OptionsBuilder`](super::OptionsBuilder) setter, or a field that differs from
+    /// a setter of [`Options`](super::Options), or a field that differs from
     /// the library default. A field assigned its default value directly in code cannot
     /// be told from an unset one: pin such a value with the builder (`no_tls`,
     /// `maint_notifications`) or the option string.

@@ -34,92 +34,111 @@ pub trait BreakerPolicy: Send + Sync + fmt::Debug {
 }
 
 /// A circuit breaker setting: the default rolling window, a custom policy, or none.
+/// Tuned like every configuration value of the crate, with consuming setters:
 ///
 /// ```
 /// use resilient_redis::availability::CircuitBreaker;
 /// use std::time::Duration;
-/// let strict = CircuitBreaker::builder()
+/// let strict = CircuitBreaker::default()
 ///     .failure_rate_threshold(25.0)
 ///     .minimum_number_of_failures(100)
-///     .metrics_window(Duration::from_secs(5))
-///     .build();
+///     .metrics_window(Duration::from_secs(5));
 /// let off = CircuitBreaker::none();
 /// # let _ = (strict, off);
 /// ```
 #[derive(Clone, Debug)]
-pub struct CircuitBreaker(Option<Arc<dyn BreakerPolicy>>);
+pub struct CircuitBreaker(Kind);
 
-impl Default for CircuitBreaker {
-    /// 10 % failures, at least 1000 of them, in a 2 s rolling window.
-    fn default() -> CircuitBreaker {
-        CircuitBreaker::builder().build()
-    }
-}
-
-impl CircuitBreaker {
-    /// No breaker at all.
-    pub fn none() -> CircuitBreaker {
-        CircuitBreaker(None)
-    }
-
-    /// Tuning of the default rolling-window breaker.
-    pub fn builder() -> CircuitBreakerBuilder {
-        CircuitBreakerBuilder {
-            failure_rate_threshold: 10.0,
-            minimum_number_of_failures: 1000,
-            metrics_window: Duration::from_secs(2),
-            clock: clock::system(),
-        }
-    }
-
-    /// A user policy.
-    pub fn custom(policy: Arc<dyn BreakerPolicy>) -> CircuitBreaker {
-        CircuitBreaker(Some(policy))
-    }
-
-    pub(crate) fn policy(&self) -> Option<Arc<dyn BreakerPolicy>> {
-        self.0.clone()
-    }
-}
-
-/// Builds the default breaker with other thresholds.
 #[derive(Clone, Debug)]
-pub struct CircuitBreakerBuilder {
+enum Kind {
+    Off,
+    RollingWindow(WindowSettings),
+    Custom(Arc<dyn BreakerPolicy>),
+}
+
+/// The default breaker's thresholds.
+#[derive(Clone, Debug)]
+struct WindowSettings {
     failure_rate_threshold: f64,
     minimum_number_of_failures: u64,
     metrics_window: Duration,
     clock: Arc<dyn Clock>,
 }
 
-impl CircuitBreakerBuilder {
+impl Default for WindowSettings {
+    fn default() -> WindowSettings {
+        WindowSettings {
+            failure_rate_threshold: 10.0,
+            minimum_number_of_failures: 1000,
+            metrics_window: Duration::from_secs(2),
+            clock: clock::system(),
+        }
+    }
+}
+
+impl Default for CircuitBreaker {
+    /// 10 % failures, at least 1000 of them, in a 2 s rolling window.
+    fn default() -> CircuitBreaker {
+        CircuitBreaker(Kind::RollingWindow(WindowSettings::default()))
+    }
+}
+
+impl CircuitBreaker {
+    /// No breaker at all.
+    pub fn none() -> CircuitBreaker {
+        CircuitBreaker(Kind::Off)
+    }
+
+    /// A user policy.
+    pub fn custom(policy: Arc<dyn BreakerPolicy>) -> CircuitBreaker {
+        CircuitBreaker(Kind::Custom(policy))
+    }
+
     /// Trip above this failure rate, in percent (10).
-    pub fn failure_rate_threshold(mut self, percent: f64) -> Self {
-        self.failure_rate_threshold = percent;
-        self
+    ///
+    /// This setter and the three after it tune the default rolling-window breaker;
+    /// on [`none`](Self::none) or [`custom`](Self::custom) they start from the default
+    /// rolling window.
+    pub fn failure_rate_threshold(self, percent: f64) -> Self {
+        self.tune(|w| w.failure_rate_threshold = percent)
     }
+
     /// ...but only once this many failures were seen in the window (1000).
-    pub fn minimum_number_of_failures(mut self, n: u64) -> Self {
-        self.minimum_number_of_failures = n;
-        self
+    pub fn minimum_number_of_failures(self, n: u64) -> Self {
+        self.tune(|w| w.minimum_number_of_failures = n)
     }
+
     /// The rolling window (2 s).
-    pub fn metrics_window(mut self, window: Duration) -> Self {
-        self.metrics_window = window;
-        self
+    pub fn metrics_window(self, window: Duration) -> Self {
+        self.tune(|w| w.metrics_window = window)
     }
+
     /// The clock the window is measured with (tests use a `ManualClock`).
-    pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
-        self.clock = clock;
-        self
+    pub fn clock(self, clock: Arc<dyn Clock>) -> Self {
+        self.tune(|w| w.clock = clock)
     }
-    /// The breaker.
-    pub fn build(self) -> CircuitBreaker {
-        CircuitBreaker(Some(Arc::new(RollingWindowPolicy(self))))
+
+    fn tune(self, f: impl FnOnce(&mut WindowSettings)) -> Self {
+        let mut settings = match self.0 {
+            Kind::RollingWindow(settings) => settings,
+            Kind::Off | Kind::Custom(_) => WindowSettings::default(),
+        };
+        f(&mut settings);
+        CircuitBreaker(Kind::RollingWindow(settings))
+    }
+
+    /// The factory of per-connection accumulators, none when the breaker is off.
+    pub(crate) fn policy(&self) -> Option<Arc<dyn BreakerPolicy>> {
+        match &self.0 {
+            Kind::Off => None,
+            Kind::RollingWindow(settings) => Some(Arc::new(RollingWindowPolicy(settings.clone()))),
+            Kind::Custom(policy) => Some(policy.clone()),
+        }
     }
 }
 
 #[derive(Debug)]
-struct RollingWindowPolicy(CircuitBreakerBuilder);
+struct RollingWindowPolicy(WindowSettings);
 
 impl BreakerPolicy for RollingWindowPolicy {
     fn create_accumulator(&self) -> Box<dyn Accumulator> {
@@ -176,7 +195,7 @@ impl Buckets {
 }
 
 struct RollingWindow {
-    settings: CircuitBreakerBuilder,
+    settings: WindowSettings,
     state: Mutex<Buckets>,
 }
 
@@ -224,10 +243,9 @@ mod tests {
     use crate::error::ErrorKind;
 
     fn breaker(clock: &ManualClock, min: u64) -> Box<dyn Accumulator> {
-        let b = CircuitBreaker::builder()
+        let b = CircuitBreaker::default()
             .minimum_number_of_failures(min)
-            .clock(Arc::new(clock.clone()))
-            .build();
+            .clock(Arc::new(clock.clone()));
         b.policy().unwrap().create_accumulator()
     }
 

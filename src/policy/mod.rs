@@ -12,6 +12,6 @@ mod breaker;
 mod fault;
 mod retry;
 
-pub use breaker::{Accumulator, BreakerPolicy, CircuitBreaker, CircuitBreakerBuilder};
+pub use breaker::{Accumulator, BreakerPolicy, CircuitBreaker};
 pub use fault::FaultContext;
 pub use retry::{RetryDecision, RetryPolicy};

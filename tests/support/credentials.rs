@@ -21,11 +21,10 @@ pub fn client_with(
     protocol: Protocol,
 ) -> Client {
     Client::connect(opt_in(
-        Options::builder()
+        Options::default()
             .endpoint(addr)
             .protocol(protocol)
-            .credentials(provider)
-            .build(),
+            .credentials(provider),
     ))
     .unwrap()
 }

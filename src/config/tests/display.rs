@@ -108,7 +108,7 @@ fn seconds_are_written_with_the_fraction_needed() {
 
 #[test]
 fn options_built_in_code_round_trip() {
-    let o = Options::builder()
+    let o = Options::default()
         .endpoint("a:1")
         .endpoint("[::1]:2")
         .user("u")
@@ -118,8 +118,7 @@ fn options_built_in_code_round_trip() {
         .tls(TlsOptions::default())
         .connect_timeout(Duration::from_millis(1))
         .command_timeout(Duration::from_secs(60))
-        .reconnect_delay(Duration::from_millis(10), Duration::from_millis(20))
-        .build();
+        .reconnect_delay(Duration::from_millis(10), Duration::from_millis(20));
     assert_round_trips(&o);
 }
 

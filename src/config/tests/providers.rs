@@ -110,21 +110,19 @@ fn a_rediss_url_is_an_explicit_tls_choice_and_redis_is_not() {
 
 #[test]
 fn options_built_in_code() {
-    let o = Options::builder()
+    let o = Options::default()
         .endpoint(AMR_HOST)
-        .build()
         .with_provider_defaults();
     assert!(o.tls.is_some());
-    let o = Options::builder()
+    let o = Options::default()
         .endpoint(AMR_HOST)
         .no_tls()
         .maint_notifications(MaintNotifications::Disabled)
-        .build()
         .with_provider_defaults();
     assert_eq!(o.tls, None);
     assert_eq!(o.maint_notifications, MaintNotifications::Disabled);
     // A field assigned a non-default value counts as set.
-    let mut o = Options::builder().endpoint(AMR_HOST).build();
+    let mut o = Options::default().endpoint(AMR_HOST);
     let custom = TlsOptions {
         server_name: Some("sni.example".into()),
         ..TlsOptions::default()

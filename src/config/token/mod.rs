@@ -316,10 +316,10 @@ fn check(s: &Schedule) -> Result<()> {
 /// .start()?; // the first token is fetched here
 /// assert_eq!(tokens.credentials()?.user_name(), Some("app"));
 /// assert_eq!(tokens.generation(), 0); // moves with each renewal, after 45 min
-/// let options = Options::builder()
+/// let options = Options::default()
 ///     .endpoint("cache.example:10000")
 ///     .credentials(Arc::new(tokens.clone()))
-///     .build();
+///;
 /// # let _ = options;
 /// # Ok::<(), resilient_redis::Error>(())
 /// ```
