@@ -55,7 +55,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 .probe_count(2),
         )
         .failback_delay(Duration::from_secs(2));
-    let group = Group::connect(members.clone(), options)?;
+    let group = Group::connect(members, options)?;
     let events = group.events();
     let db = group.database();
     println!("group up:\n{}\n", group.status());
@@ -93,7 +93,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 match local.first_mut() {
                     Some(server) => server.stop(),
                     None => {
-                        if let Some(other) = members.get(1) {
+                        if let Some(other) = group.members().get(1) {
                             group.try_failover_to(Some(other));
                         }
                     }

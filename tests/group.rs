@@ -206,6 +206,7 @@ fn manual_failover_weights_and_dynamic_members() {
         GroupOptions::default().health_check(fast_checks()),
     )
     .unwrap();
+    let m1 = group.member("m1").unwrap();
     let db = group.database();
     assert_eq!(active_name(&group), "m0");
     assert!(group.try_failover_to(Some(&m1)));
@@ -218,7 +219,7 @@ fn manual_failover_weights_and_dynamic_members() {
     assert!(wait_until(WAIT, || active_name(&group) == "m1"));
     // Added at run time, heavier: it takes over; removed: traffic goes back.
     let m2 = member(&servers[2], "m2", 100);
-    group.add(m2.clone()).unwrap();
+    let m2 = group.add(m2).unwrap();
     assert!(wait_until(WAIT, || active_name(&group) == "m2"));
     assert_eq!(db.get::<String>("whoami").unwrap(), "m2");
     assert!(group.remove(&m2));

@@ -159,11 +159,12 @@ fn pubsub_delivers_from_the_active_member_only_through_a_failover() {
 fn a_subscription_follows_the_guides_migration_add_the_new_region_then_remove_the_old() {
     let servers = fakes();
     let old = member(&servers[0], "old", 1);
-    let group = Group::connect(vec![old.clone()], options()).unwrap();
+    let group = Group::connect(vec![old], options()).unwrap();
+    let old = group.member("old").unwrap();
     let sub = group.subscriber();
     let s = sub.subscribe("news").unwrap();
     let new = member(&servers[1], "new", 5);
-    group.add(new.clone()).unwrap();
+    group.add(new).unwrap();
     assert!(wait_until(WAIT, || active(&group) == "new"));
     assert!(group.remove(&old));
     // The new member's SUBSCRIBE is confirmed in the background: publish until the

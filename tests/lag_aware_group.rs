@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use crossbeam_channel::Receiver;
 use resilient_redis::availability::{
-    ChangeReason, Group, GroupEvent, GroupOptions, HealthCheck, LagAwareOptions, Member, Probe,
-    ProbeResult, ProbeScope, ProbeTarget, RestCredentials,
+    ChangeReason, Group, GroupEvent, GroupMember, GroupOptions, HealthCheck, LagAwareOptions,
+    Member, Probe, ProbeResult, ProbeScope, ProbeTarget, RestCredentials,
 };
 use resilient_redis::prelude::*;
 use resilient_redis::testkit::{FakeCluster, FakeRestApi, FakeServer};
@@ -79,12 +79,8 @@ fn active(group: &Group) -> String {
         .unwrap_or_default()
 }
 
-fn by_name(group: &Group, name: &str) -> Member {
-    group
-        .members()
-        .into_iter()
-        .find(|m| m.name() == name)
-        .unwrap()
+fn by_name(group: &Group, name: &str) -> GroupMember {
+    group.member(name).unwrap()
 }
 
 /// Availability questions `api` was asked about database `uid`.

@@ -7,13 +7,13 @@ use std::time::{Duration, Instant};
 use super::core::{CheckKind, Input};
 use super::health::{run_check, HealthCheck};
 use super::inbox::{Inbox, Message};
-use super::member::Member;
+use super::member::GroupMember;
 use super::options::GroupOptions;
 use super::target::{ProbeResult, ProbeTarget};
 use crate::commands::{Cmd, RetryCategory};
 
 /// The health check that applies to `member`: its own, else the group's.
-pub(crate) fn health_check(options: &GroupOptions, member: &Member) -> HealthCheck {
+pub(crate) fn health_check(options: &GroupOptions, member: &GroupMember) -> HealthCheck {
     member
         .inner
         .health_check
@@ -24,7 +24,7 @@ pub(crate) fn health_check(options: &GroupOptions, member: &Member) -> HealthChe
 /// The failback check that applies to `member`: its own, else the group's.
 pub(crate) fn failback_check<'a>(
     options: &'a GroupOptions,
-    member: &'a Member,
+    member: &'a GroupMember,
 ) -> Option<&'a HealthCheck> {
     member
         .inner
@@ -36,7 +36,7 @@ pub(crate) fn failback_check<'a>(
 /// Starts one check of `member` on a probe thread. A verdict always comes back (a
 /// member with nothing to probe yet is Inconclusive), so the core never waits for a
 /// check that will not report.
-pub(crate) fn start(options: &GroupOptions, member: &Member, kind: CheckKind, inbox: Inbox) {
+pub(crate) fn start(options: &GroupOptions, member: &GroupMember, kind: CheckKind, inbox: Inbox) {
     let (check, label) = match kind {
         CheckKind::Health => (health_check(options, member), "rr-probe"),
         CheckKind::Failback { .. } => match failback_check(options, member) {

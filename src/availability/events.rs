@@ -1,6 +1,6 @@
 //! Group events.
 
-use super::member::Member;
+use super::member::GroupMember;
 use super::target::ProbeResult;
 
 /// Why the active member changed.
@@ -35,16 +35,16 @@ pub enum GroupEvent {
     /// Traffic moved.
     ActiveChanged {
         /// The member that served before (none at the start).
-        previous: Option<Member>,
+        previous: Option<GroupMember>,
         /// The member that serves now (none when no member is available).
-        current: Option<Member>,
+        current: Option<GroupMember>,
         /// Why.
         reason: ChangeReason,
     },
     /// A member was taken out of rotation or put back.
     MemberHealthChanged {
         /// The member.
-        member: Member,
+        member: GroupMember,
         /// Whether it is healthy now.
         healthy: bool,
     },
@@ -52,7 +52,7 @@ pub enum GroupEvent {
     /// member that is not active eligible to take traffic.
     FailbackCheckChanged {
         /// The member.
-        member: Member,
+        member: GroupMember,
         /// The new verdict.
         result: ProbeResult,
     },
@@ -62,12 +62,12 @@ pub enum GroupEvent {
     /// (`provisional: false`) once it passes its own failback check.
     ProvisionalChanged {
         /// The member.
-        member: Member,
+        member: GroupMember,
         /// Whether it serves provisionally now.
         provisional: bool,
     },
     /// A member joined.
-    MemberAdded(Member),
+    MemberAdded(GroupMember),
     /// A member left.
-    MemberRemoved(Member),
+    MemberRemoved(GroupMember),
 }

@@ -14,7 +14,7 @@ use super::checks::{failback_check, health_check};
 use super::core::{Core, Input, MemberSpec, Settings, START_GRACE};
 use super::events::GroupEvent;
 use super::inbox::{ask, Message, INBOX_BOUND};
-use super::member::Member;
+use super::member::{GroupMember, Member};
 use super::options::GroupOptions;
 use super::shared::{GroupShared, Handle};
 use super::supervisor;
@@ -104,6 +104,8 @@ impl Group {
         // Returned once the first choice is announced, so an events() receiver taken
         // after `connect` never sees the initial ActiveChanged.
         let changes = shared.events.subscribe();
+        let members: Vec<GroupMember> =
+            members.into_iter().map(Member::into_group_member).collect();
         for m in &members {
             join(&shared, m)?;
         }
@@ -154,12 +156,22 @@ impl Group {
     }
 
     /// The members, as passed in (and added since).
-    pub fn members(&self) -> Vec<Member> {
+    pub fn members(&self) -> Vec<GroupMember> {
         self.shared().members.read().clone()
     }
 
+    /// The first member named `name`.
+    pub fn member(&self, name: &str) -> Option<GroupMember> {
+        self.shared()
+            .members
+            .read()
+            .iter()
+            .find(|m| m.name() == name)
+            .cloned()
+    }
+
     /// The member serving now.
-    pub fn active(&self) -> Option<Member> {
+    pub fn active(&self) -> Option<GroupMember> {
         self.shared().active()
     }
 
@@ -174,7 +186,7 @@ impl Group {
     /// flag and counts as a passed failback check. `false` when it is not in the group
     /// or not connected. `None` removes the override and returns whether there was one.
     /// Returns once the group has acted on it.
-    pub fn try_failover_to(&self, member: Option<&Member>) -> bool {
+    pub fn try_failover_to(&self, member: Option<&GroupMember>) -> bool {
         let shared = self.shared();
         match member {
             None => ask(&shared.inbox, Input::Override(None)),
@@ -186,14 +198,12 @@ impl Group {
         }
     }
 
-    /// Adds a member and connects it (on its own thread); returns once its first
+    /// Adds a member and connects it (on its own thread); returns it once its first
     /// connection attempt is over, bounded by its connect timeout. It takes traffic by
     /// the usual rules once it is up and has passed a health check.
-    pub fn add(&self, member: Member) -> Result<()> {
+    pub fn add(&self, member: Member) -> Result<GroupMember> {
         let shared = self.shared();
-        if shared.members.read().contains(&member) {
-            return Ok(());
-        }
+        let member = member.into_group_member();
         join(shared, &member)?;
         shared
             .events
@@ -211,11 +221,11 @@ impl Group {
                 break;
             }
         }
-        Ok(())
+        Ok(member)
     }
 
     /// Removes a member (closing its connections); whether it was in the group.
-    pub fn remove(&self, member: &Member) -> bool {
+    pub fn remove(&self, member: &GroupMember) -> bool {
         let shared = self.shared();
         if !shared.members.read().contains(member)
             || !ask(&shared.inbox, Input::Removed(member.id()))
@@ -249,13 +259,7 @@ impl Group {
 
 /// Makes `member` part of the group: the core learns of it first (so its first
 /// connection report finds it), then its client is created, dialing on its own thread.
-fn join(shared: &Arc<GroupShared>, member: &Member) -> Result<()> {
-    if member.client().is_some() || member.inner.inbox.get().is_some() {
-        return Err(Error::new(
-            ErrorKind::InvalidInput,
-            format!("member {} already belongs to a group", member.name()),
-        ));
-    }
+fn join(shared: &Arc<GroupShared>, member: &GroupMember) -> Result<()> {
     let options = member.options()?;
     let _ = member.inner.inbox.set(shared.inbox.clone());
     let spec = MemberSpec {

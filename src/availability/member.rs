@@ -1,5 +1,6 @@
-//! `Member`: one deployment in a group, with its name, weight, and what the group
-//! shows of its health and measured latency.
+//! `Member`: one deployment of a group, described (a plain value the user builds);
+//! `GroupMember`: that deployment once it has joined, with what the group shows of
+//! its health and measured latency, and its run-time changes.
 
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -43,27 +44,36 @@ pub(crate) struct Inner {
     pub(crate) view: RwLock<MemberView>,
 }
 
-/// One deployment of a group (a region): built from a URL, an option string or
-/// `Options`, with a name and a weight that can change at run time.
-///
-/// Builder methods are `with_*` because the plain names are the getters (`name()`,
-/// `weight()`), which Rust cannot overload.
+/// A member of a running group: what [`Group::members`](super::Group::members),
+/// [`Group::active`](super::Group::active), [`Group::add`](super::Group::add) and
+/// the group's events hand out. Cheap to clone; clones are the same member. It shows
+/// the member's health and measured latency, and takes run-time changes (weight,
+/// reset); the description it was made from is a [`Member`].
 ///
 /// ```
-/// use resilient_redis::availability::Member;
-/// let east = Member::new("us-east.example:6379").with_name("US East").with_weight(10);
-/// assert_eq!(east.name(), "US East");
-/// east.set_weight(3);
-/// assert_eq!(east.weight(), 3);
+/// # #[cfg(feature = "testkit")] {
+/// use resilient_redis::availability::{Group, GroupOptions, Member};
+/// use resilient_redis::testkit::FakeServer;
+/// let east = FakeServer::start()?;
+/// let group = Group::connect(
+///     vec![Member::new(east.url()).with_name("US East").with_weight(10)],
+///     GroupOptions::default(),
+/// )?;
+/// let member = group.member("US East").expect("listed");
+/// member.set_weight(3);
+/// assert_eq!(member.weight(), 3);
+/// # group.close();
+/// # }
+/// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Clone)]
-pub struct Member {
+pub struct GroupMember {
     pub(crate) inner: Arc<Inner>,
 }
 
-impl std::fmt::Debug for Member {
+impl std::fmt::Debug for GroupMember {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Member")
+        f.debug_struct("GroupMember")
             .field("name", &self.inner.name)
             .field("weight", &self.weight())
             .field("unhealthy", &self.is_unhealthy())
@@ -72,13 +82,50 @@ impl std::fmt::Debug for Member {
     }
 }
 
-impl PartialEq for Member {
-    fn eq(&self, other: &Member) -> bool {
+impl PartialEq for GroupMember {
+    fn eq(&self, other: &GroupMember) -> bool {
         self.inner.id == other.inner.id
     }
 }
 
-impl Eq for Member {}
+impl Eq for GroupMember {}
+
+/// One deployment of a group (a region), described: built from a URL, an option
+/// string or `Options`, with a name, a weight and, when they differ from the group's,
+/// its own checks. A plain value: every setter applies, whatever was cloned before.
+/// Once it joins a group, the group hands out a [`GroupMember`] for it.
+///
+/// Setters are `with_*` because the plain names are the getters (`name()`,
+/// `weight()`), which Rust cannot overload.
+///
+/// ```
+/// use resilient_redis::availability::Member;
+/// let east = Member::new("us-east.example:6379").with_name("US East").with_weight(10);
+/// assert_eq!(east.name(), "US East");
+/// assert_eq!(east.weight(), 10);
+/// ```
+#[derive(Clone)]
+pub struct Member {
+    spec: Spec,
+    name: String,
+    weight: u32,
+    health_check: Option<HealthCheck>,
+    failback_check: Option<HealthCheck>,
+    local_failover: Option<Duration>,
+}
+
+/// Not the spec: its text may hold a password.
+impl std::fmt::Debug for Member {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Member")
+            .field("name", &self.name)
+            .field("weight", &self.weight)
+            .field("own_health_check", &self.health_check.is_some())
+            .field("failback_check", &self.failback_check.is_some())
+            .field("local_failover", &self.local_failover)
+            .finish()
+    }
+}
 
 impl Member {
     /// A member from a `redis://` URL or an option string (parsed when it joins).
@@ -99,47 +146,31 @@ impl Member {
 
     fn build(spec: Spec, name: String) -> Member {
         Member {
-            inner: Arc::new(Inner {
-                id: NEXT_MEMBER.fetch_add(1, Ordering::Relaxed),
-                spec,
-                name,
-                weight: AtomicU32::new(1),
-                health_check: None,
-                failback_check: None,
-                local_failover: None,
-                client: OnceLock::new(),
-                database: OnceLock::new(),
-                inbox: OnceLock::new(),
-                view: RwLock::new(MemberView::default()),
-            }),
+            spec,
+            name,
+            weight: 1,
+            health_check: None,
+            failback_check: None,
+            local_failover: None,
         }
-    }
-
-    fn configure(mut self, f: impl FnOnce(&mut Inner)) -> Member {
-        match Arc::get_mut(&mut self.inner) {
-            Some(inner) => f(inner),
-            None => log::warn!(
-                "member {} is shared already; setting ignored",
-                self.inner.name
-            ),
-        }
-        self
     }
 
     /// Sets the name shown in events and logs.
-    pub fn with_name(self, name: impl Into<String>) -> Member {
-        let name = name.into();
-        self.configure(|i| i.name = name)
+    pub fn with_name(mut self, name: impl Into<String>) -> Member {
+        self.name = name.into();
+        self
     }
 
     /// Sets the starting weight (higher is preferred; default 1).
-    pub fn with_weight(self, weight: u32) -> Member {
-        self.configure(|i| i.weight = AtomicU32::new(weight))
+    pub fn with_weight(mut self, weight: u32) -> Member {
+        self.weight = weight;
+        self
     }
 
     /// Overrides the group's health check for this member.
-    pub fn with_health_check(self, check: HealthCheck) -> Member {
-        self.configure(|i| i.health_check = Some(check))
+    pub fn with_health_check(mut self, check: HealthCheck) -> Member {
+        self.health_check = Some(check);
+        self
     }
 
     /// Sets this member's failback check (overriding the group's): asked before traffic
@@ -152,10 +183,11 @@ impl Member {
     ///         Some(RestCredentials::new("monitor@example.com", "secret"))
     ///     })),
     /// );
-    /// assert!(!east.is_provisional());
+    /// # let _ = east;
     /// ```
-    pub fn with_failback_check(self, check: HealthCheck) -> Member {
-        self.configure(|i| i.failback_check = Some(check))
+    pub fn with_failback_check(mut self, check: HealthCheck) -> Member {
+        self.failback_check = Some(check);
+        self
     }
 
     /// For a member that fails over inside itself (a Sentinel-managed primary and its
@@ -173,10 +205,42 @@ impl Member {
     ///     .with_local_failover(Duration::from_secs(5));
     /// # let _ = region;
     /// ```
-    pub fn with_local_failover(self, grace: Duration) -> Member {
-        self.configure(|i| i.local_failover = Some(grace))
+    pub fn with_local_failover(mut self, grace: Duration) -> Member {
+        self.local_failover = Some(grace);
+        self
     }
 
+    /// The name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The starting weight.
+    pub fn weight(&self) -> u32 {
+        self.weight
+    }
+
+    /// The member of a group this description becomes when it joins.
+    pub(crate) fn into_group_member(self) -> GroupMember {
+        GroupMember {
+            inner: Arc::new(Inner {
+                id: NEXT_MEMBER.fetch_add(1, Ordering::Relaxed),
+                spec: self.spec,
+                name: self.name,
+                weight: AtomicU32::new(self.weight),
+                health_check: self.health_check,
+                failback_check: self.failback_check,
+                local_failover: self.local_failover,
+                client: OnceLock::new(),
+                database: OnceLock::new(),
+                inbox: OnceLock::new(),
+                view: RwLock::new(MemberView::default()),
+            }),
+        }
+    }
+}
+
+impl GroupMember {
     /// Whether it is active only through the liveness fallback: no live member passed
     /// its failback check, so the group serves from the best live one and leaves it for
     /// an eligible member as soon as one exists.
@@ -279,11 +343,21 @@ mod tests {
     }
 
     #[test]
-    fn weight_changes_before_joining_are_kept() {
+    fn every_setter_applies_whatever_was_cloned_before() {
         let m = Member::new("h:1").with_weight(4);
-        m.set_weight(9);
-        assert_eq!(m.weight(), 9);
-        assert_eq!(m.latency(), None);
-        assert!(!m.is_unhealthy());
+        let copy = m.clone();
+        let m = m.with_weight(9).with_name("east");
+        assert_eq!((m.weight(), m.name()), (9, "east"));
+        assert_eq!((copy.weight(), copy.name()), (4, "h:1"));
+        let joined = m.into_group_member();
+        assert_eq!(joined.weight(), 9);
+        assert_eq!(joined.latency(), None);
+        assert!(!joined.is_unhealthy());
+    }
+
+    #[test]
+    fn debug_never_shows_the_spec() {
+        let m = Member::new("redis://:hunter2@h1:6379/0");
+        assert!(!format!("{m:?}").contains("hunter2"));
     }
 }

@@ -37,7 +37,7 @@ pub use lag_aware::{
     CertificatePins, ClientCertificate, LagAware, LagAwareOptions, LagCheckMode, LagOutcome,
     RestCredentials, RestTrust,
 };
-pub use member::Member;
+pub use member::{GroupMember, Member};
 pub use options::GroupOptions;
 pub use probes::{IsConnected, KeyWrite, Ping, StringSet};
 pub use pubsub::{GroupCallbackSubscription, GroupSubscriber, GroupSubscription};

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{bounded, Receiver, Select, Sender};
 use parking_lot::Mutex;
 
-use super::member::Member;
+use super::member::GroupMember;
 use super::shared::{Handle, MemberFollower};
 use crate::commands::{Cmd, Database, RetryCategory};
 use crate::error::{Error, ErrorKind, Result};
@@ -170,7 +170,7 @@ impl Parts {
 }
 
 impl MemberFollower for Parts {
-    fn member_added(&self, member: &Member) {
+    fn member_added(&self, member: &GroupMember) {
         if self.ended.load(Ordering::Acquire) {
             return;
         }

@@ -8,7 +8,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::member::Member;
+use super::member::GroupMember;
 use super::shared::Handle;
 use crate::client::Router;
 use crate::clock::deadline_after;
@@ -27,7 +27,7 @@ impl GroupRouter {
         GroupRouter { handle }
     }
 
-    fn active(&self) -> Option<(Member, Arc<dyn Router>)> {
+    fn active(&self) -> Option<(GroupMember, Arc<dyn Router>)> {
         let m = self.handle.0.active()?;
         let router = m.inner.database.get()?.router().clone();
         Some((m, router))

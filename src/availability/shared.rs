@@ -15,7 +15,7 @@ use parking_lot::{Condvar, Mutex, RwLock};
 
 use super::events::GroupEvent;
 use super::inbox::{Inbox, Message};
-use super::member::Member;
+use super::member::GroupMember;
 use super::options::GroupOptions;
 use crate::client::events::EventBus;
 
@@ -26,7 +26,7 @@ const HISTORY: usize = 64;
 /// subscription to members added later).
 pub(crate) trait MemberFollower: Send + Sync {
     /// `member` joined the group (its client exists).
-    fn member_added(&self, member: &Member);
+    fn member_added(&self, member: &GroupMember);
     /// The member with this id left the group.
     fn member_removed(&self, id: u64);
     /// The group closed: whoever waits on it must stop.
@@ -35,8 +35,8 @@ pub(crate) trait MemberFollower: Send + Sync {
 
 pub(crate) struct GroupShared {
     pub(crate) options: GroupOptions,
-    pub(crate) members: RwLock<Vec<Member>>,
-    active: RwLock<Option<Member>>,
+    pub(crate) members: RwLock<Vec<GroupMember>>,
+    active: RwLock<Option<GroupMember>>,
     /// Bumped when the active member changes or a member (dis)connects; callers whose
     /// command could not be sent wait on it (the group's backlog).
     generation: Mutex<u64>,
@@ -72,18 +72,18 @@ impl GroupShared {
         self.closed.load(Ordering::Acquire)
     }
 
-    pub(crate) fn active(&self) -> Option<Member> {
+    pub(crate) fn active(&self) -> Option<GroupMember> {
         self.active.read().clone()
     }
 
     /// The member with this id, if it is in the group.
-    pub(crate) fn member(&self, id: u64) -> Option<Member> {
+    pub(crate) fn member(&self, id: u64) -> Option<GroupMember> {
         self.members.read().iter().find(|m| m.id() == id).cloned()
     }
 
     /// Publishes the core's choice (supervisor only) and remembers when it changed.
-    pub(crate) fn set_active(&self, member: Option<Member>) {
-        let id = member.as_ref().map(Member::id);
+    pub(crate) fn set_active(&self, member: Option<GroupMember>) {
+        let id = member.as_ref().map(GroupMember::id);
         *self.active.write() = member;
         let mut history = self.history.lock();
         if history.len() == HISTORY {

@@ -8,7 +8,7 @@
 use std::fmt;
 use std::time::Duration;
 
-use super::member::Member;
+use super::member::GroupMember;
 use super::target::ProbeResult;
 use crate::client::status::{write_table, yes_no};
 use crate::client::ClientStatus;
@@ -84,7 +84,7 @@ pub struct MemberStatus {
 
 impl GroupStatus {
     /// Takes the snapshot (see [`Group::status`](super::Group::status)).
-    pub(crate) fn of(members: &[Member], active: Option<&Member>) -> GroupStatus {
+    pub(crate) fn of(members: &[GroupMember], active: Option<&GroupMember>) -> GroupStatus {
         let members = members
             .iter()
             .map(|m| MemberStatus {

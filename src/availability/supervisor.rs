@@ -16,7 +16,7 @@ use super::checks;
 use super::core::{Action, Announcement, Core, Input, MemberId, Step};
 use super::events::GroupEvent;
 use super::inbox::Message;
-use super::member::Member;
+use super::member::GroupMember;
 use super::shared::GroupShared;
 use crate::client::MemberSignal;
 
@@ -147,7 +147,7 @@ fn apply(group: &GroupShared, core: &Core, step: &Step) {
                 }
             }
             Action::AbandonStalled(id) => {
-                if let Some(client) = find(&members, *id).and_then(Member::client) {
+                if let Some(client) = find(&members, *id).and_then(GroupMember::client) {
                     client.abandon_stalled(group.options.stall_threshold);
                 }
             }
@@ -155,11 +155,11 @@ fn apply(group: &GroupShared, core: &Core, step: &Step) {
     }
 }
 
-fn find(members: &[Member], id: MemberId) -> Option<&Member> {
+fn find(members: &[GroupMember], id: MemberId) -> Option<&GroupMember> {
     members.iter().find(|m| m.id() == id)
 }
 
-fn announce(group: &GroupShared, members: &[Member], a: Announcement) {
+fn announce(group: &GroupShared, members: &[GroupMember], a: Announcement) {
     let name = |id: Option<MemberId>| {
         id.and_then(|id| find(members, id))
             .map_or("none", |m| m.name())
