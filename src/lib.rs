@@ -89,6 +89,7 @@ pub mod config;
 pub(crate) mod connection;
 mod error;
 pub mod maintenance;
+pub mod metrics;
 mod policy;
 pub mod pubsub;
 pub mod resolve;
