@@ -71,7 +71,6 @@ impl ServerMaintenance {
             return Ok(None);
         }
         let (host, port) = (&from.host, from.port);
-        metrics::notification_received(host, port, event.kind.as_str());
         if event.kind.opens() {
             let kind = event.kind.maintenance_kind();
             if self.timeouts.open_window(kind, &self.settings) != kind {
@@ -80,6 +79,8 @@ impl ServerMaintenance {
         } else if self.timeouts.close_window(&self.settings) {
             metrics::relaxed_window_entered(host, port, MaintenanceKind::Settling);
         }
+        // Counted after what it did: whoever sees it counted sees the window too.
+        metrics::notification_received(host, port, event.kind.as_str());
         // Per-server work runs for every server's copy (each must relax its own
         // timeouts); the public event is raised for the first copy only.
         let raise = ring.claim(event.kind, event.sequence);

@@ -22,6 +22,7 @@ pub(crate) fn active_member_changed(
             Label::from_static_parts(REASON, reason),
         ];
         ::metrics::counter!(super::ACTIVE_MEMBER_CHANGES, labels).increment(1);
+        // The gauges last: whoever sees who serves sees the change counted.
         if let Some(previous) = previous {
             ::metrics::gauge!(super::MEMBER_ACTIVE, MEMBER => previous.to_string()).set(0.0);
         }
