@@ -57,11 +57,13 @@ enum Series {
 
 /// (name, labels in the order recorded) -> series.
 type SeriesMap = HashMap<(String, Vec<(String, String)>), Series>;
+/// name -> (kind, unit, description), as described to the recorder.
+type Descriptions = HashMap<String, (MetricKind, Option<Unit>, String)>;
 
 #[derive(Default)]
 struct TestRecorder {
     series: Mutex<SeriesMap>,
-    described: Mutex<HashMap<String, (MetricKind, Option<Unit>, String)>>,
+    described: Mutex<Descriptions>,
 }
 
 impl TestRecorder {

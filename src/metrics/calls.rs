@@ -32,6 +32,8 @@ impl Stopwatch {
 
 /// An operation ended: `name` is the command's name as given (cut to a bounded label
 /// here), `error` its error's kind when it failed.
+// `&Cow`, not `&str`: a borrowed name is `'static` and becomes a label without a copy.
+#[allow(clippy::ptr_arg)]
 #[inline(always)]
 pub(crate) fn operation_finished(
     stopwatch: Stopwatch,
@@ -62,6 +64,7 @@ const NAME_MAX: usize = 32;
 /// each word of its name as an argument, so a name like `"GET user:42"` carries a key
 /// in its second word. A typed command's static name is used without a copy.
 #[cfg(feature = "metrics")]
+#[allow(clippy::ptr_arg)] // the `Cow` says whether the name is `'static`
 pub(crate) fn operation_name(name: &Cow<'static, str>) -> Cow<'static, str> {
     fn first_word(s: &str) -> &str {
         s.split(' ').find(|w| !w.is_empty()).unwrap_or("")
