@@ -26,7 +26,8 @@
 //! put a key, a command argument, a password, a URL or anything else unbounded or
 //! secret in a label value (endpoints are `host` and `port`, member names are the
 //! user's own labels, command names are cut to their first word and checked); record
-//! more than once per completed call on a caller's path; cost anything with the feature
+//! on a caller's path beyond one measurement per completed call (and, only while its
+//! server is down, the backlog's wait); cost anything with the feature
 //! off: every recording function is then an empty `#[inline(always)]` body and the
 //! values callers hold (`Stopwatch`, `BacklogWait`) are zero-sized, so nothing is
 //! timed, counted or allocated.
