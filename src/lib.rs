@@ -32,6 +32,9 @@
 //!   so you can test your own failover code without a real server.
 //! - [`Client::status`] and [`availability::Group::status`]: snapshots that print as
 //!   tables, for logs and health endpoints.
+//! - [`metrics`] (feature `metrics`): counters and histograms for dashboards through the
+//!   `metrics` facade: calls and errors by kind, latency, reconnects, the backlog,
+//!   breakers, failovers, failback verdicts, maintenance and handoffs.
 //!
 //! Errors are one [`Error`] type with a classified [`ErrorKind`]
 //! ([`ErrorKind::is_transient`] is what retries and breakers decide on); they name the
@@ -72,8 +75,8 @@
 //!
 //! The repository's `docs/` folder holds the guides: `failover.md` (groups, health
 //! checks, breakers, retries, failback, lag-aware failback), `maintenance.md`,
-//! `configuration.md` (every key and URL form), `testing.md` (the testkit) and
-//! `performance.md`. Runnable examples are in `examples/`
+//! `configuration.md` (every key and URL form), `testing.md` (the testkit),
+//! `metrics.md` (every metric and its labels) and `performance.md`. Runnable examples are in `examples/`
 //! (`cargo run --example geo_failover`).
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
@@ -89,6 +92,7 @@ pub mod config;
 pub(crate) mod connection;
 mod error;
 pub mod maintenance;
+pub mod metrics;
 mod policy;
 pub mod pubsub;
 pub mod resolve;
@@ -148,6 +152,10 @@ struct MaintenanceGuideDoctests;
 #[cfg(all(doctest, feature = "testkit"))]
 #[doc = include_str!("../docs/configuration.md")]
 struct ConfigurationGuideDoctests;
+
+#[cfg(all(doctest, feature = "metrics"))]
+#[doc = include_str!("../docs/metrics.md")]
+struct MetricsGuideDoctests;
 
 #[cfg(all(doctest, feature = "testkit"))]
 #[doc = include_str!("../docs/testing.md")]

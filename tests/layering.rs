@@ -137,7 +137,8 @@ fn the_cycle_finder_finds_cycles() {
 /// before its own, never from its own layer's other modules or a later layer.
 const LAYERS: &[&[&str]] = &[
     &["error"],
-    &["resp", "clock", "resolve"],
+    // `metrics`: what every layer records through (imports only `error`).
+    &["resp", "clock", "resolve", "metrics"],
     &["config"],
     // One command as data (`Cmd`, `ToArgs`, flags, `RetryCategory`).
     &["command"],

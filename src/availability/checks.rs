@@ -11,6 +11,7 @@ use super::member::GroupMember;
 use super::options::GroupOptions;
 use super::target::{ProbeResult, ProbeTarget};
 use crate::commands::{Cmd, RetryCategory};
+use crate::metrics;
 
 /// The health check that applies to `member`: its own, else the group's.
 pub(crate) fn health_check(options: &GroupOptions, member: &GroupMember) -> HealthCheck {
@@ -56,6 +57,7 @@ pub(crate) fn start(options: &GroupOptions, member: &GroupMember, kind: CheckKin
                 .as_ref()
                 .and_then(|d| run_check(&check, &name, d))
                 .unwrap_or(ProbeResult::Inconclusive);
+            metrics::check_completed(&name, check_label(kind), result.as_str());
             let input = match kind {
                 CheckKind::Health => Input::Health {
                     id,
@@ -70,6 +72,8 @@ pub(crate) fn start(options: &GroupOptions, member: &GroupMember, kind: CheckKin
         });
     if let Err(e) = spawned {
         log::warn!("cannot start a probe thread: {e}");
+        let verdict = ProbeResult::Inconclusive;
+        metrics::check_completed(member.name(), check_label(kind), verdict.as_str());
         // Reported as could-not-tell, so the check can run again.
         let input = match kind {
             CheckKind::Health => Input::Health {
@@ -84,6 +88,14 @@ pub(crate) fn start(options: &GroupOptions, member: &GroupMember, kind: CheckKin
             },
         };
         let _ = inbox.try_send(Message::Input(input));
+    }
+}
+
+/// The `check` label of a check's metric.
+fn check_label(kind: CheckKind) -> &'static str {
+    match kind {
+        CheckKind::Health => "health",
+        CheckKind::Failback { .. } => "failback",
     }
 }
 

@@ -28,6 +28,23 @@ pub enum ChangeReason {
     FailbackCheck,
 }
 
+impl ChangeReason {
+    /// The variant's name (`HealthCheck`, `CircuitBreaker`, ...), as metrics label it.
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            ChangeReason::Initial => "Initial",
+            ChangeReason::HealthCheck => "HealthCheck",
+            ChangeReason::CircuitBreaker => "CircuitBreaker",
+            ChangeReason::Failback => "Failback",
+            ChangeReason::Manual => "Manual",
+            ChangeReason::MemberAdded => "MemberAdded",
+            ChangeReason::MemberRemoved => "MemberRemoved",
+            ChangeReason::Rebalance => "Rebalance",
+            ChangeReason::FailbackCheck => "FailbackCheck",
+        }
+    }
+}
+
 /// Something that happened in a group.
 #[derive(Clone, Debug)]
 #[non_exhaustive]

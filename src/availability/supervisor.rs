@@ -19,6 +19,7 @@ use super::inbox::Message;
 use super::member::GroupMember;
 use super::shared::GroupShared;
 use crate::client::MemberSignal;
+use crate::metrics;
 
 /// How often members' connections and stalls are looked at when nothing reports.
 const POLL: Duration = Duration::from_millis(100);
@@ -176,6 +177,12 @@ fn announce(group: &GroupShared, members: &[GroupMember], a: Announcement) {
                 name(previous),
                 name(current)
             );
+            let member_name = |id: Option<MemberId>| id.and_then(|id| find(members, id));
+            metrics::active_member_changed(
+                member_name(previous).map(Member::name),
+                member_name(current).map(Member::name),
+                reason.as_str(),
+            );
             GroupEvent::ActiveChanged {
                 previous: previous.and_then(|id| find(members, id)).cloned(),
                 current: current.and_then(|id| find(members, id)).cloned(),
@@ -184,6 +191,7 @@ fn announce(group: &GroupShared, members: &[GroupMember], a: Announcement) {
         }
         Announcement::Health { id, healthy } => {
             let Some(m) = find(members, id) else { return };
+            metrics::member_health_changed(m.name(), healthy);
             if healthy {
                 log::info!("member {} is healthy again", m.name());
             } else {

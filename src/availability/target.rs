@@ -29,6 +29,17 @@ pub enum ProbeResult {
     Inconclusive,
 }
 
+impl ProbeResult {
+    /// The variant's name (`Healthy`, `Unhealthy`, `Inconclusive`), as metrics label it.
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            ProbeResult::Healthy => "Healthy",
+            ProbeResult::Unhealthy => "Unhealthy",
+            ProbeResult::Inconclusive => "Inconclusive",
+        }
+    }
+}
+
 /// One probe of one server. Runs on a probe thread, never on a caller's thread or a
 /// connection's reader or writer; it must respect `timeout`.
 pub trait Probe: Send + Sync + fmt::Debug {

@@ -21,6 +21,7 @@ use crate::connection::{tls, ConnectionConfig, ConnectionInfo, PushHandler};
 use crate::error::{Error, FailureKind, Result};
 use crate::maintenance::timeouts::ServerTimeouts;
 use crate::maintenance::{EventRing, ServerMaintenance};
+use crate::metrics;
 use crate::policy::BreakerPolicy;
 use crate::pubsub::{self, Registry};
 use crate::resp::Value;
@@ -282,7 +283,12 @@ fn failure_handler(
                 notify(MemberSignal::Connection { up: false });
             }
         }
+        let (host, port) = (&info.endpoint.host, info.endpoint.port);
+        if kind == FailureKind::CircuitBreaker {
+            metrics::breaker_tripped(host, port);
+        }
         if kind != FailureKind::ClosedByClient {
+            metrics::connection_failed(host, port, kind);
             events.publish(ClientEvent::ConnectionFailed {
                 endpoint: info.endpoint.clone(),
                 failure: kind,

@@ -168,6 +168,9 @@ impl Client {
     }
 
     fn connect_with(options: Options, member: Option<MemberSetup>) -> Result<Client> {
+        // Each client (cheap: a few calls, once per client), so a recorder installed
+        // after the first client still learns units and descriptions.
+        crate::metrics::describe();
         // Once, on a copy: the caller's options stay as written (see `Options::provider`).
         let options = Arc::new(options.with_provider_defaults());
         if options.endpoints.is_empty() {

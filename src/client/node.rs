@@ -20,6 +20,7 @@ use crate::config::{BacklogPolicy, Endpoint};
 use crate::connection::slot::Outcome;
 use crate::connection::{Connection, ConnectionConfig, Deadline, RequestError};
 use crate::error::{Error, ErrorKind, FailureKind, Result};
+use crate::metrics;
 use crate::pubsub::{Key, MessageKind};
 use crate::resp::{write_arg, write_command_header};
 
@@ -261,6 +262,7 @@ impl Node {
         }
         let waiting = self.backlog_waiting.fetch_add(1, Ordering::AcqRel) + 1;
         let _count = Decrement(&self.backlog_waiting);
+        let (host, port) = (&self.endpoint.host, self.endpoint.port);
         if waiting > options.backlog_limit {
             return Err(Error::new(
                 ErrorKind::BacklogFull,
@@ -271,6 +273,7 @@ impl Node {
             )
             .with_endpoint(self.endpoint.to_string()));
         }
+        let _waiting = metrics::BacklogWait::enter(host, port);
         let mut guard = self.wait_lock.lock();
         while self.current().is_none() && !self.is_closed() {
             // Checked under the lock `wake_backlog` takes, so no wake-up is missed.
@@ -286,6 +289,7 @@ impl Node {
                 if self.current().is_some() {
                     break;
                 }
+                metrics::backlog_timed_out(host, port);
                 let (why, failure) = why_disconnected(self.interactive.last_error().as_ref());
                 return Err(Error::new(
                     ErrorKind::Timeout,

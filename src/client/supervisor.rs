@@ -21,6 +21,7 @@ use super::node::Node;
 use crate::config::Endpoint;
 use crate::connection::slot::Slot;
 use crate::connection::Connection;
+use crate::metrics;
 use crate::pubsub::Key;
 use crate::resp::{write_arg, write_command_header};
 
@@ -349,6 +350,7 @@ fn reconnect_if_due(node: &Node, link: &Link) -> Option<Result<Connection, ()>> 
             };
             log::info!("{}: connected", node.endpoint);
             if restored {
+                metrics::reconnected(&node.endpoint.host, node.endpoint.port, true);
                 node.events.publish(ClientEvent::ConnectionRestored {
                     endpoint: node.endpoint.clone(),
                 });
@@ -372,6 +374,9 @@ fn reconnect_if_due(node: &Node, link: &Link) -> Option<Result<Connection, ()>> 
                 node.endpoint,
                 st.attempt
             );
+            if st.was_connected {
+                metrics::reconnected(&node.endpoint.host, node.endpoint.port, false);
+            }
             node.events.publish(ClientEvent::ReconnectFailed {
                 endpoint: node.endpoint.clone(),
                 attempt: st.attempt,

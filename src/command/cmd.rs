@@ -127,6 +127,12 @@ impl Cmd {
         self.name.clone()
     }
 
+    /// The name as stored, borrowed (a typed command's is `Cow::Borrowed('static)`),
+    /// for a metric label that costs no copy.
+    pub(crate) fn name_as_stored(&self) -> &Cow<'static, str> {
+        &self.name
+    }
+
     /// The retry category.
     pub fn retry_category(&self) -> RetryCategory {
         self.category

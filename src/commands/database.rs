@@ -1,6 +1,7 @@
 //! `Database`: the handle callers use; the same type whether it came from a `Client`
 //! or a `Group`, with a router behind it that picks the connection.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -11,6 +12,7 @@ use super::{retrying, Commands};
 use crate::client::Router;
 use crate::connection::CallTimeout;
 use crate::error::{Error, ErrorKind, Result};
+use crate::metrics;
 use crate::policy::RetryPolicy;
 use crate::resp::Value;
 
@@ -109,6 +111,14 @@ impl Database {
 
     /// Runs a prepared command and converts its reply.
     pub fn query<T: FromValue>(&self, cmd: &Cmd) -> Result<T> {
+        let stopwatch = metrics::Stopwatch::start();
+        let result = self.query_unmeasured(cmd);
+        let error = result.as_ref().err().map(Error::kind);
+        metrics::operation_finished(stopwatch, cmd.name_as_stored(), error);
+        result
+    }
+
+    fn query_unmeasured<T: FromValue>(&self, cmd: &Cmd) -> Result<T> {
         let reply = match &self.retry {
             None => self
                 .router
@@ -204,8 +214,15 @@ impl Database {
     }
 
     pub(crate) fn send_many(&self, cmds: &[Cmd], atomic: bool) -> Result<Vec<Value>> {
-        self.router
-            .send_many(cmds, CallTimeout::starting_now(self.timeout), atomic)
+        const BATCH: Cow<'static, str> = Cow::Borrowed("BATCH");
+        const MULTI: Cow<'static, str> = Cow::Borrowed("MULTI");
+        let stopwatch = metrics::Stopwatch::start();
+        let result = self
+            .router
+            .send_many(cmds, CallTimeout::starting_now(self.timeout), atomic);
+        let error = result.as_ref().err().map(Error::kind);
+        metrics::operation_finished(stopwatch, if atomic { &MULTI } else { &BATCH }, error);
+        result
     }
 }
 

@@ -37,6 +37,7 @@ use crate::clock::deadline_after;
 use crate::config::{Endpoint, Options, Protocol};
 use crate::error::{Error, ErrorKind, FailureKind, Result};
 use crate::maintenance::timeouts::ServerTimeouts;
+use crate::metrics;
 use crate::policy::{Accumulator, BreakerPolicy, FaultContext};
 use crate::resp::{Decoder, Value};
 pub(crate) use deadline::{CallTimeout, Deadline};
@@ -180,6 +181,13 @@ impl Connection {
     }
 
     fn open_via(cfg: &ConnectionConfig, to: Option<SocketAddr>) -> Result<Connection> {
+        let stopwatch = metrics::Stopwatch::start();
+        let conn = Connection::establish(cfg, to)?;
+        metrics::connection_created(&cfg.endpoint.host, cfg.endpoint.port, stopwatch);
+        Ok(conn)
+    }
+
+    fn establish(cfg: &ConnectionConfig, to: Option<SocketAddr>) -> Result<Connection> {
         // Before the handshake asks the provider for credentials: counted from now
         // under a generation no newer than theirs, so a census taken while this one
         // dials never misses it (it leaves again if the dial fails).

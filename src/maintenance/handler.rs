@@ -11,6 +11,8 @@ use super::event::MaintenanceEvent;
 use super::parse::{parse, Parsed};
 use super::timeouts::{RelaxSettings, ServerTimeouts};
 use crate::config::{Endpoint, Options};
+use crate::error::MaintenanceKind;
+use crate::metrics;
 use crate::resp::Value;
 
 /// Maintenance state of one server, shared by its connections across reconnects.
@@ -68,12 +70,17 @@ impl ServerMaintenance {
             log::trace!("{from}: {event} already acted on (a copy or a replay)");
             return Ok(None);
         }
+        let (host, port) = (&from.host, from.port);
         if event.kind.opens() {
-            self.timeouts
-                .open_window(event.kind.maintenance_kind(), &self.settings);
-        } else {
-            self.timeouts.close_window(&self.settings);
+            let kind = event.kind.maintenance_kind();
+            if self.timeouts.open_window(kind, &self.settings) != kind {
+                metrics::relaxed_window_entered(host, port, kind);
+            }
+        } else if self.timeouts.close_window(&self.settings) {
+            metrics::relaxed_window_entered(host, port, MaintenanceKind::Settling);
         }
+        // Counted after what it did: whoever sees it counted sees the window too.
+        metrics::notification_received(host, port, event.kind.as_str());
         // Per-server work runs for every server's copy (each must relax its own
         // timeouts); the public event is raised for the first copy only.
         let raise = ring.claim(event.kind, event.sequence);

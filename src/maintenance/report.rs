@@ -30,6 +30,39 @@ pub enum HandoffOutcome {
     Cancelled,
 }
 
+impl HandoffOutcome {
+    /// How it ended, in a word (the variant, or the decision's variant), as metrics
+    /// label it: never an address.
+    pub(crate) fn as_str(&self) -> &'static str {
+        match self {
+            HandoffOutcome::Decided(d) => match d {
+                HandoffDecision::StepSideways(_) => "StepSideways",
+                HandoffDecision::RecordMoved { .. } => "RecordMoved",
+                HandoffDecision::StillStale { .. } => "StillStale",
+                HandoffDecision::ConnectTo(_) => "ConnectTo",
+                HandoffDecision::Nothing => "Nothing",
+                HandoffDecision::NotConnected => "NotConnected",
+                HandoffDecision::Cancelled => "Cancelled",
+            },
+            HandoffOutcome::NoLongerAdvertised(_) => "NoLongerAdvertised",
+            HandoffOutcome::StillAdvertised => "StillAdvertised",
+            HandoffOutcome::Cancelled => "Cancelled",
+        }
+    }
+}
+
+impl HandoffReport {
+    /// Whether the connections moved, in a word, as metrics label it: `done`, `failed`
+    /// (the new connection could not be opened) or `none`.
+    pub(crate) fn recycle_label(&self) -> &'static str {
+        match (self.recycled, &self.error) {
+            (true, _) => "done",
+            (false, Some(_)) => "failed",
+            (false, None) => "none",
+        }
+    }
+}
+
 /// One handoff of one server's connections.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]

@@ -110,21 +110,29 @@ impl ServerTimeouts {
         self.current().map_or(MaintenanceKind::None, |r| r.kind)
     }
 
-    /// Puts a relaxed window in force (replacing any other).
-    pub(crate) fn relax(&self, relaxation: Relaxation) {
+    /// Puts a relaxed window in force (replacing any other); returns the one it
+    /// replaced, expired or not.
+    pub(crate) fn relax(&self, relaxation: Relaxation) -> Option<Relaxation> {
         let mut w = self.window.lock();
-        *w = Some(relaxation);
+        let replaced = w.replace(relaxation);
         self.active.store(true, Ordering::Release);
+        replaced
     }
 
     /// An opening notification: relaxes (or keeps relaxing, re-arming the backstop)
-    /// with `kind` in force, even while no command is in flight.
-    pub(crate) fn open_window(&self, kind: MaintenanceKind, s: &RelaxSettings) {
-        self.relax(Relaxation {
-            until: deadline(self.clock.now(), s.window_max),
+    /// with `kind` in force, even while no command is in flight. Returns the kind that
+    /// was in force before (`None` when nothing was), for metrics.
+    pub(crate) fn open_window(&self, kind: MaintenanceKind, s: &RelaxSettings) -> MaintenanceKind {
+        let now = self.clock.now();
+        let before = self.relax(Relaxation {
+            until: deadline(now, s.window_max),
             timeout: s.relaxed,
             kind,
         });
+        match before {
+            Some(r) if now < r.until => r.kind,
+            _ => MaintenanceKind::None,
+        }
     }
 
     /// A closing notification: an open window (or tail) becomes the post-event tail.
@@ -270,6 +278,20 @@ mod tests {
         assert_eq!(t.maintenance(), MaintenanceKind::FailingOver);
         clock.advance(Duration::from_secs(29));
         assert_eq!(t.maintenance(), MaintenanceKind::FailingOver);
+    }
+
+    #[test]
+    fn opening_says_what_was_in_force_before() {
+        let clock = ManualClock::new();
+        let t = ServerTimeouts::new(Arc::new(clock.clone()));
+        let s = settings();
+        let m = MaintenanceKind::Migrating;
+        assert_eq!(t.open_window(m, &s), MaintenanceKind::None);
+        assert_eq!(t.open_window(m, &s), m, "a repeat re-arms the same window");
+        assert!(t.close_window(&s));
+        assert_eq!(t.open_window(m, &s), MaintenanceKind::Settling);
+        clock.advance(Duration::from_secs(30));
+        assert_eq!(t.open_window(m, &s), MaintenanceKind::None, "expired");
     }
 
     #[test]

@@ -29,6 +29,7 @@ use crate::maintenance::timeouts::RelaxSettings;
 use crate::maintenance::{
     AdvertisedAddressProbe, HandoffDecision, HandoffOutcome, HandoffReport, NotificationKind,
 };
+use crate::metrics;
 use crate::resolve;
 
 /// How long after its window an address a `MOVING` retired is still tried last: the
@@ -98,6 +99,14 @@ fn run(node: &Node, ctx: &Ctx) {
             }
         };
         log::info!("maintenance handoff: {report}");
+        metrics::handoff_finished(
+            &report.endpoint.host,
+            report.endpoint.port,
+            report.trigger.as_str(),
+            report.outcome.as_str(),
+            report.recycle_label(),
+            report.took,
+        );
         node.handoff.finish(&report);
         ctx.events.publish(ClientEvent::Handoff(report));
     }
