@@ -46,20 +46,14 @@ fn main() -> Result<(), Failure> {
         .with_name(name)
         .with_weight(weight)
     };
-    let check = HealthCheck {
-        interval: Duration::from_millis(100),
-        probe_count: 1,
-        probe_timeout: Duration::from_millis(200),
-        ..HealthCheck::default()
-    };
+    let check = HealthCheck::default()
+        .interval(Duration::from_millis(100))
+        .probe_count(1)
+        .probe_timeout(Duration::from_millis(200));
     let options = GroupOptions::default()
         .health_check(check.clone())
         .failback_check(check)
-        .circuit_breaker(
-            CircuitBreaker::builder()
-                .minimum_number_of_failures(10)
-                .build(),
-        );
+        .circuit_breaker(CircuitBreaker::default().minimum_number_of_failures(10));
     let group = Group::connect(
         vec![member(&east, "east", 2), member(&west, "west", 1)],
         options,

@@ -234,13 +234,11 @@ fn member(server: &FakeServer, name: &str, weight: u32) -> Member {
 }
 
 fn fast_checks() -> HealthCheck {
-    HealthCheck {
-        interval: Duration::from_millis(100),
-        probe_count: 1,
-        probe_timeout: Duration::from_secs(1),
-        probe_interval: Duration::from_millis(20),
-        ..HealthCheck::default()
-    }
+    HealthCheck::default()
+        .interval(Duration::from_millis(100))
+        .probe_count(1)
+        .probe_timeout(Duration::from_secs(1))
+        .probe_interval(Duration::from_millis(20))
 }
 
 /// Waits until `read` reaches at least `want`; its last value either way.
@@ -281,15 +279,11 @@ fn an_error_storm_trips_the_breaker_and_the_group_fails_over() {
     // failback while the test looks (a reconnects at once after the trip).
     let options = GroupOptions::default()
         .failback_delay(Duration::from_secs(60))
-        .health_check(HealthCheck {
-            interval: Duration::from_secs(60),
-            ..HealthCheck::default()
-        })
+        .health_check(HealthCheck::default().interval(Duration::from_secs(60)))
         .circuit_breaker(
-            CircuitBreaker::builder()
+            CircuitBreaker::default()
                 .minimum_number_of_failures(20)
-                .failure_rate_threshold(10.0)
-                .build(),
+                .failure_rate_threshold(10.0),
         );
     let group = Group::connect(
         vec![member(&servers[0], &a, 2), member(&servers[1], &b, 1)],

@@ -179,8 +179,8 @@ fn announce(group: &GroupShared, members: &[GroupMember], a: Announcement) {
             );
             let member_name = |id: Option<MemberId>| id.and_then(|id| find(members, id));
             metrics::active_member_changed(
-                member_name(previous).map(Member::name),
-                member_name(current).map(Member::name),
+                member_name(previous).map(GroupMember::name),
+                member_name(current).map(GroupMember::name),
                 reason.as_str(),
             );
             GroupEvent::ActiveChanged {
