@@ -53,7 +53,9 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod accept;
 mod cluster;
+mod cluster_cmds;
 mod cmd_hashes;
 mod cmd_keys;
 mod cmd_lists;
@@ -79,6 +81,7 @@ mod session;
 mod slots;
 mod store;
 mod table;
+mod tls;
 mod transactions;
 
 pub use cluster::FakeCluster;
@@ -89,6 +92,7 @@ pub use rest::{FakeRestApi, FakeRestApiBuilder};
 pub use sentinel::FakeSentinel;
 pub use server::{FakeServer, FakeServerBuilder};
 pub use slots::{key_slot, SLOTS};
+pub use tls::FakeIssuer;
 
 /// How a server answers `CLIENT MAINT_NOTIFICATIONS ON`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
