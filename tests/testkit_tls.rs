@@ -12,9 +12,10 @@ use std::net::TcpStream;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use resilient_redis::maintenance::NotificationKind;
 use resilient_redis::prelude::*;
 use resilient_redis::resp::{write_arg, write_command_header, Decoder, Value};
-use resilient_redis::testkit::{FakeIssuer, FakeServer, Notification};
+use resilient_redis::testkit::{key_slot, FakeCluster, FakeIssuer, FakeServer, Notification};
 use resilient_redis::{ClientEvent, ErrorKind};
 use rustls::{ClientConfig, ClientConnection, RootCertStore, StreamOwned};
 use rustls_pki_types::{CertificateDer, ServerName};
@@ -322,8 +323,62 @@ fn notifications_reach_an_opted_in_tls_connection_which_asked_for_names() {
     });
     assert_eq!(
         got.expect("a maintenance event").kind,
-        resilient_redis::maintenance::NotificationKind::Migrating
+        NotificationKind::Migrating
     );
+}
+
+#[test]
+fn a_tls_cluster_serves_through_ask_moved_and_an_announced_migration() {
+    let cluster = FakeCluster::start_tls(3).unwrap();
+    assert!(cluster.url().starts_with("rediss://"));
+    let mut o = Options::parse(&format!(
+        "{}?maintNotifications=enabled&syncTimeout=5000",
+        cluster.url()
+    ))
+    .unwrap();
+    o.tls = Some(cluster.issuer().unwrap().tls_options());
+    let client = Client::connect(opt_in(o)).unwrap();
+    assert!(client.is_cluster());
+    let events = client.events();
+    let db = client.database();
+    for i in 0..100 {
+        db.set(format!("k{i}"), i).unwrap();
+    }
+    // Every node was reached, each verified under the cluster's one issuer.
+    assert!(cluster
+        .nodes()
+        .iter()
+        .all(|n| n.commands_received("SET") > 0));
+
+    let slot = key_slot(b"k0");
+    let from = cluster.slot_owner(slot).unwrap();
+    let to = (from + 1) % 3;
+    cluster
+        .begin_migration(slot..=slot, from, to, true)
+        .unwrap();
+    assert_eq!(db.get::<i64>("k0").unwrap(), 0, "served by the source");
+    cluster.move_keys(usize::MAX);
+    assert_eq!(db.get::<i64>("k0").unwrap(), 0, "ASK followed");
+    assert!(cluster.node(to).commands_received("ASKING") >= 1);
+    cluster.finish_migration().unwrap();
+    assert!(
+        wait_until(SOON, || client.cluster_stats().unwrap().slot_migrations
+            == 1),
+        "the SMIGRATED was acted on"
+    );
+    assert_eq!(cluster.slot_owner(slot), Some(to));
+    db.set("k0", 42).unwrap();
+    assert_eq!(db.get::<i64>("k0").unwrap(), 42);
+    let mut kinds = Vec::new();
+    let both = wait_until(SOON, || {
+        kinds.extend(events.try_iter().filter_map(|e| match e {
+            ClientEvent::Maintenance(m) => Some(m.kind),
+            _ => None,
+        }));
+        kinds.contains(&NotificationKind::SMigrating)
+            && kinds.contains(&NotificationKind::SMigrated)
+    });
+    assert!(both, "{kinds:?}");
 }
 
 fn fake_threads(port: u16) -> usize {
