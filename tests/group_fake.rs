@@ -67,7 +67,9 @@ fn group_of(t: &Transport, servers: &[FakeServer; 2], options: GroupOptions) -> 
         options,
     )
     .unwrap();
-    assert_eq!(active(&g), "a");
+    // The first choice when a is up in time; on a loaded machine (a TLS handshake in a
+    // debug build is not free) a can come up after connect's grace and take over then.
+    assert!(wait_until(WAIT, || active(&g) == "a"), "{}", g.status());
     g
 }
 
