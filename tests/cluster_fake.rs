@@ -1,6 +1,8 @@
 //! Cluster behaviour against the fake cluster: redirect loops end, TRYAGAIN is waited
 //! out within the caller's timeout, a burst of MOVED causes one refresh, a gone node
-//! is retired although our own heartbeats pile up against it.
+//! is retired although our own heartbeats pile up against it. Each over plain TCP
+//! and over TLS (every node's certificate from one issuer): `scenario::tcp`,
+//! `scenario::tls`.
 
 mod support;
 
@@ -10,21 +12,28 @@ use resilient_redis::prelude::*;
 use resilient_redis::testkit::{key_slot, FakeCluster};
 use resilient_redis::ErrorKind;
 use support::optin::opt_in;
+use support::transport::Transport;
 use support::wait_until;
 
-fn client(cluster: &FakeCluster, extra: &str) -> Client {
+over_both_transports!(
+    a_redirect_loop_ends_in_a_classified_error,
+    tryagain_is_waited_out_within_the_callers_timeout,
+    a_burst_of_moved_replies_causes_one_refresh,
+    a_removed_node_is_retired_at_once_although_heartbeats_pile_up_against_it,
+);
+
+fn client(t: &Transport, cluster: &FakeCluster, extra: &str) -> Client {
     let c = Client::connect(opt_in(
-        format!("{}?syncTimeout=1000{extra}", cluster.url()).as_str(),
+        t.options(&format!("{}?syncTimeout=1000{extra}", cluster.url())),
     ))
     .unwrap();
     assert!(c.is_cluster());
     c
 }
 
-#[test]
-fn a_redirect_loop_ends_in_a_classified_error() {
-    let cluster = FakeCluster::start(2).unwrap();
-    let c = client(&cluster, "");
+fn a_redirect_loop_ends_in_a_classified_error(t: Transport) {
+    let cluster = t.cluster(2);
+    let c = client(&t, &cluster, "");
     let owner = cluster.owner_of_key(b"loop").unwrap();
     let me = cluster.node(owner);
     // The owner keeps redirecting to itself.
@@ -40,10 +49,9 @@ fn a_redirect_loop_ends_in_a_classified_error() {
     assert_eq!(c.database().get::<Option<String>>("loop").unwrap(), None);
 }
 
-#[test]
-fn tryagain_is_waited_out_within_the_callers_timeout() {
-    let cluster = FakeCluster::start(2).unwrap();
-    let c = client(&cluster, "");
+fn tryagain_is_waited_out_within_the_callers_timeout(t: Transport) {
+    let cluster = t.cluster(2);
+    let c = client(&t, &cluster, "");
     let db = c.database();
     db.set("t", "v").unwrap();
     let node = cluster.node(cluster.owner_of_key(b"t").unwrap());
@@ -72,10 +80,9 @@ fn tryagain_is_waited_out_within_the_callers_timeout() {
     assert!(started.elapsed() < Duration::from_millis(1000));
 }
 
-#[test]
-fn a_burst_of_moved_replies_causes_one_refresh() {
-    let cluster = FakeCluster::start(2).unwrap();
-    let c = client(&cluster, "");
+fn a_burst_of_moved_replies_causes_one_refresh(t: Transport) {
+    let cluster = t.cluster(2);
+    let c = client(&t, &cluster, "");
     let db = c.database();
     let keys: Vec<String> = (0..200).map(|i| format!("{{burst}}{i}")).collect();
     for k in &keys {
@@ -124,12 +131,11 @@ fn a_burst_of_moved_replies_causes_one_refresh() {
     );
 }
 
-#[test]
-fn a_removed_node_is_retired_at_once_although_heartbeats_pile_up_against_it() {
-    let mut cluster = FakeCluster::start(2).unwrap();
+fn a_removed_node_is_retired_at_once_although_heartbeats_pile_up_against_it(t: Transport) {
+    let mut cluster = t.cluster(2);
     let spare = cluster.add_node().unwrap().port();
     // keepAlive short: heartbeats to the hung node pile up (our own traffic).
-    let c = client(&cluster, "&keepAlive=50");
+    let c = client(&t, &cluster, "&keepAlive=50");
     assert!(wait_until(Duration::from_secs(5), || {
         c.refresh_topology().unwrap();
         c.nodes().iter().any(|e| e.port == spare)

@@ -1,7 +1,9 @@
 //! §7 against the fake cluster: `SMIGRATED` refreshes the topology only for triplets
 //! whose source is the node that sent them, once for a burst; sharded subscriptions
 //! follow their slot at once, by the unsolicited `SUNSUBSCRIBE` or, when that never
-//! comes, by the `SMIGRATED` fallback, with a bounded number of resubscribes.
+//! comes, by the `SMIGRATED` fallback, with a bounded number of resubscribes. Each
+//! over plain TCP and over TLS (every node's certificate from one issuer):
+//! `scenario::tcp`, `scenario::tls`.
 
 mod support;
 
@@ -10,16 +12,23 @@ use std::time::Duration;
 use resilient_redis::prelude::*;
 use resilient_redis::testkit::{key_slot, FakeCluster, Notification};
 use support::optin::opt_in;
+use support::transport::Transport;
 use support::wait_until;
 
 const SOON: Duration = Duration::from_secs(5);
 
-fn client(cluster: &FakeCluster, nodes: usize) -> Client {
+over_both_transports!(
+    ten_smigrated_for_this_node_make_one_refresh_and_other_nodes_triplets_none,
+    a_sharded_subscription_follows_its_slot_with_the_sunsubscribe,
+    a_sharded_subscription_follows_its_slot_by_smigrated_alone,
+);
+
+fn client(t: &Transport, cluster: &FakeCluster, nodes: usize) -> Client {
     let url = format!(
         "{}?maintNotifications=enabled&syncTimeout=2000&reconnectMin=20",
         cluster.url()
     );
-    let c = Client::connect(opt_in(url.as_str())).unwrap();
+    let c = Client::connect(opt_in(t.options(&url))).unwrap();
     assert!(c.is_cluster());
     assert!(wait_until(SOON, || {
         let st = c.maintenance_status();
@@ -38,10 +47,9 @@ fn smigrated(from: String, to: String, slots: &str) -> Notification {
     }
 }
 
-#[test]
-fn ten_smigrated_for_this_node_make_one_refresh_and_other_nodes_triplets_none() {
-    let cluster = FakeCluster::start(3).unwrap();
-    let c = client(&cluster, 3);
+fn ten_smigrated_for_this_node_make_one_refresh_and_other_nodes_triplets_none(t: Transport) {
+    let cluster = t.cluster(3);
+    let c = client(&t, &cluster, 3);
     // Settle: whatever refresh the connects asked for is done (and released) now.
     c.refresh_topology().unwrap();
     let cluster_commands = || -> u64 {
@@ -83,10 +91,10 @@ fn ten_smigrated_for_this_node_make_one_refresh_and_other_nodes_triplets_none() 
     c.database().set("{a}x", 1).unwrap();
 }
 
-fn sharded_delivery_resumes_after_migration(sunsubscribe: bool) {
-    let cluster = FakeCluster::start(2).unwrap();
+fn sharded_delivery_resumes_after_migration(t: Transport, sunsubscribe: bool) {
+    let cluster = t.cluster(2);
     cluster.set_sunsubscribe_on_migration(sunsubscribe);
-    let c = client(&cluster, 2);
+    let c = client(&t, &cluster, 2);
     let sub = c.subscriber();
     let orders = sub.ssubscribe("orders:{7}").unwrap();
     assert_eq!(sub.spublish("orders:{7}", "before").unwrap(), 1);
@@ -151,13 +159,11 @@ fn sharded_delivery_resumes_after_migration(sunsubscribe: bool) {
     );
 }
 
-#[test]
-fn a_sharded_subscription_follows_its_slot_with_the_sunsubscribe() {
-    sharded_delivery_resumes_after_migration(true);
+fn a_sharded_subscription_follows_its_slot_with_the_sunsubscribe(t: Transport) {
+    sharded_delivery_resumes_after_migration(t, true);
 }
 
-#[test]
-fn a_sharded_subscription_follows_its_slot_by_smigrated_alone() {
+fn a_sharded_subscription_follows_its_slot_by_smigrated_alone(t: Transport) {
     // No SUNSUBSCRIBE: only the SMIGRATED fallback can move it.
-    sharded_delivery_resumes_after_migration(false);
+    sharded_delivery_resumes_after_migration(t, false);
 }

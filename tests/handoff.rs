@@ -6,6 +6,10 @@
 //! our handoff: exactly one recycle per MOVING (a re-sent one included), no failed
 //! command from 8 threads, `MaintenanceHandoff` reported and nothing else. With the
 //! close enabled, we move before it.
+//!
+//! Every scenario runs over plain TCP and over TLS (`scenario::tcp`, `scenario::tls`):
+//! both fakes' certificates come from one issuer the client trusts, verification on,
+//! so the connection a handoff opens is verified like the first one.
 
 mod maintenance_common;
 mod support;
@@ -24,25 +28,41 @@ use resilient_redis::prelude::*;
 use resilient_redis::testkit::{Answer, FakeServer, Notification, ScriptedResolver};
 use resilient_redis::{ClientEvent, FailureKind};
 use support::optin::opt_in;
+use support::transport::Transport;
 use support::wait_until;
 
 const NAME: &str = "db.test";
 
-fn client(dns: &ScriptedResolver, keys: &str) -> Client {
-    let mut o = Options::parse(&format!(
+over_both_transports!(
+    dns_trailing_the_moving_one_recycle_no_failed_command_close_disabled,
+    with_the_close_enabled_we_move_before_it,
+    several_records_step_sideways_at_once_and_reconnects_avoid_the_retiring_address,
+    a_moving_naming_a_new_endpoint_moves_every_connection_there,
+    an_address_no_longer_advertised_after_migrated_is_left_before_the_silent_close,
+    a_record_that_never_moves_is_left_to_the_close_and_the_reconnect,
+    closing_the_client_mid_handoff_ends_its_worker,
+    failed_over_checks_the_address_too_and_the_blocking_pool_follows,
+);
+
+fn client(t: &Transport, dns: &ScriptedResolver, keys: &str) -> Client {
+    let mut o = t.options(&format!(
         "{NAME}:12000,maintNotifications=enabled,syncTimeout=3000,reconnectMin=20,{keys}"
-    ))
-    .unwrap();
+    ));
     o.resolver = Some(Arc::new(dns.clone()));
     Client::connect(opt_in(o)).unwrap()
 }
 
+/// Two fakes behind `NAME` (A, being retired, and B), their certificates naming it.
+fn two(t: &Transport) -> (FakeServer, FakeServer) {
+    (t.server_named(&[NAME]), t.server_named(&[NAME]))
+}
+
 /// A client of `NAME` (resolving to `addrs`) opted in to notifications, and the
 /// resolver that scripts the name.
-fn named(addrs: &[SocketAddr], keys: &str) -> (ScriptedResolver, Client) {
+fn named(t: &Transport, addrs: &[SocketAddr], keys: &str) -> (ScriptedResolver, Client) {
     let dns = ScriptedResolver::new();
     dns.set(NAME, Answer::addrs(addrs.iter().copied()));
-    let client = client(&dns, keys);
+    let client = client(t, &dns, keys);
     assert!(wait_opted_in(&client, SOON));
     (dns, client)
 }
@@ -86,8 +106,13 @@ fn under_load(client: &Client, during: impl FnOnce()) -> u64 {
                 }
             });
         }
-        during();
+        // A failed assertion in `during` must still stop the load, or the scope would
+        // wait for the eight threads forever.
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(during));
         stop.store(true, Ordering::Relaxed);
+        if let Err(panic) = outcome {
+            std::panic::resume_unwind(panic);
+        }
     });
     let errors = errors.into_inner().unwrap();
     let ok = ok.into_inner();
@@ -117,12 +142,11 @@ fn subscribed_on(server: &FakeServer) -> bool {
     server.connections().iter().any(|c| c.subscriptions > 0)
 }
 
-#[test]
-fn dns_trailing_the_moving_one_recycle_no_failed_command_close_disabled() {
-    let (a, b) = (FakeServer::start().unwrap(), FakeServer::start().unwrap());
+fn dns_trailing_the_moving_one_recycle_no_failed_command_close_disabled(t: Transport) {
+    let (a, b) = two(&t);
     a.set_moving_close(false);
     a.set_moving_slack(Duration::from_millis(100));
-    let (dns, client) = named(&[a.addr()], "");
+    let (dns, client) = named(&t, &[a.addr()], "");
     let events = client.events();
     let sub = client.subscriber();
     let mut id = 0;
@@ -189,13 +213,12 @@ fn dns_trailing_the_moving_one_recycle_no_failed_command_close_disabled() {
     );
 }
 
-#[test]
-fn with_the_close_enabled_we_move_before_it() {
-    let (a, b) = (FakeServer::start().unwrap(), FakeServer::start().unwrap());
+fn with_the_close_enabled_we_move_before_it(t: Transport) {
+    let (a, b) = two(&t);
     // 15 s scaled to 3 s: the least slack measured (0.7 s) becomes 0.14 s, DNS at
     // +4.4 s becomes +0.9 s.
     a.set_moving_slack(Duration::from_millis(140));
-    let (dns, client) = named(&[a.addr()], "");
+    let (dns, client) = named(&t, &[a.addr()], "");
     let events = client.events();
     let ok = under_load(&client, || {
         move_record(&dns, &[a.addr()], &[b.addr()], secs(0.9));
@@ -213,12 +236,11 @@ fn with_the_close_enabled_we_move_before_it() {
     assert_eq!(b.connections_open(), 1);
 }
 
-#[test]
-fn several_records_step_sideways_at_once_and_reconnects_avoid_the_retiring_address() {
-    let (a, b) = (FakeServer::start().unwrap(), FakeServer::start().unwrap());
+fn several_records_step_sideways_at_once_and_reconnects_avoid_the_retiring_address(t: Transport) {
+    let (a, b) = two(&t);
     a.set_moving_close(false);
     // Round robin naming both: the retiring one first, as the record keeps it.
-    let (_dns, client) = named(&[a.addr(), b.addr()], "");
+    let (_dns, client) = named(&t, &[a.addr(), b.addr()], "");
     let sub = client.subscriber();
     let news = sub.subscribe("news").unwrap();
     assert!(subscribed_on(&a));
@@ -237,11 +259,72 @@ fn several_records_step_sideways_at_once_and_reconnects_avoid_the_retiring_addre
     assert_eq!(news.recv_timeout(SOON).unwrap().payload_str(), "x");
 }
 
+/// The host name a `MOVING` names for B; only B's certificate carries it (as a
+/// node's certificate names its own host, not necessarily the database's).
+const NEW_NAME: &str = "b.db.test";
+
+fn a_moving_naming_a_new_endpoint_moves_every_connection_there(t: Transport) {
+    let a = t.server_named(&[NAME]);
+    let b = t.server_named(&[NEW_NAME]);
+    a.set_moving_close(false);
+    let (dns, client) = named(&t, &[a.addr()], "");
+    dns.set(NEW_NAME, Answer::addrs([b.addr()]));
+    let events = client.events();
+    let sub = client.subscriber();
+    let news = sub.subscribe("news").unwrap();
+    assert!(subscribed_on(&a));
+    let ok = under_load(&client, || {
+        a.notify(Notification::Moving {
+            seconds: 5,
+            endpoint: Some(format!("{NEW_NAME}:{}", b.port())),
+        });
+        assert!(
+            wait_until(Duration::from_secs(10), || status(&client)
+                .handoffs
+                .recycles
+                == 1),
+            "{:?}",
+            status(&client)
+        );
+        assert!(wait_until(SOON, || subscribed_on(&b)), "re-subscribed on B");
+        assert!(wait_until(SOON, || a.connections_open() == 0));
+    });
+    assert!(ok > 0);
+    let st = status(&client);
+    assert_eq!(st.handoffs.named_endpoint, 1, "{st:?}");
+    let h = st.last_handoff.expect("a handoff report");
+    assert!(
+        matches!(
+            h.outcome,
+            HandoffOutcome::Decided(HandoffDecision::ConnectTo(_))
+        ),
+        "{h}"
+    );
+    assert_eq!(
+        (h.from, h.to, h.recycled),
+        (Some(a.addr()), Some(b.addr()), true)
+    );
+    let (failures, _) = failures_and_handoffs(&events);
+    assert!(
+        failures
+            .iter()
+            .all(|f| *f == FailureKind::MaintenanceHandoff),
+        "{failures:?}"
+    );
+    // The node keeps dialling the named endpoint: a reconnect lands on B again.
+    b.close_all_connections();
+    assert!(wait_until(SOON, || subscribed_on(&b)));
+    client.database().set("k", "v").unwrap();
+    assert_eq!(a.connections_open(), 0);
+    sub.publish("news", "after").unwrap();
+    assert_eq!(news.recv_timeout(SOON).unwrap().payload_str(), "after");
+}
+
 /// Two proxies A and B behind one name, and a client opted in, connected to A (listed
 /// first) with a 2 s post-event tail.
-fn two_proxies_one_name() -> (FakeServer, FakeServer, ScriptedResolver, Client) {
-    let (a, b) = (FakeServer::start().unwrap(), FakeServer::start().unwrap());
-    let (dns, client) = named(&[a.addr(), b.addr()], "maintPostEventRelaxed=2");
+fn two_proxies_one_name(t: &Transport) -> (FakeServer, FakeServer, ScriptedResolver, Client) {
+    let (a, b) = two(t);
+    let (dns, client) = named(t, &[a.addr(), b.addr()], "maintPostEventRelaxed=2");
     (a, b, dns, client)
 }
 
@@ -251,9 +334,8 @@ fn drop_from_dns_soon(dns: &ScriptedResolver, a: &FakeServer, b: &FakeServer) {
     move_record(dns, &[a.addr(), b.addr()], &[b.addr()], secs(0.3));
 }
 
-#[test]
-fn an_address_no_longer_advertised_after_migrated_is_left_before_the_silent_close() {
-    let (a, b, dns, client) = two_proxies_one_name();
+fn an_address_no_longer_advertised_after_migrated_is_left_before_the_silent_close(t: Transport) {
+    let (a, b, dns, client) = two_proxies_one_name(&t);
     let events = client.events();
     assert_eq!(a.connections_open(), 1);
     // MIGRATED lands ~5 s before DNS drops the node (scaled: 0.3 s).
@@ -282,11 +364,10 @@ fn an_address_no_longer_advertised_after_migrated_is_left_before_the_silent_clos
     assert_eq!(failures, vec![FailureKind::MaintenanceHandoff]);
 }
 
-#[test]
-fn a_record_that_never_moves_is_left_to_the_close_and_the_reconnect() {
-    let a = FakeServer::start().unwrap();
+fn a_record_that_never_moves_is_left_to_the_close_and_the_reconnect(t: Transport) {
+    let a = t.server_named(&[NAME]);
     a.set_moving_slack(Duration::from_millis(100));
-    let (_dns, client) = named(&[a.addr()], "");
+    let (_dns, client) = named(&t, &[a.addr()], "");
     let events = client.events();
     a.notify(Notification::moving(1));
     assert!(wait_until(SOON, || status(&client)
@@ -309,14 +390,13 @@ fn a_record_that_never_moves_is_left_to_the_close_and_the_reconnect() {
     assert_eq!((st.handoffs.moving, st.handoffs.recycles), (1, 0));
 }
 
-#[test]
-fn closing_the_client_mid_handoff_ends_its_worker() {
+fn closing_the_client_mid_handoff_ends_its_worker(t: Transport) {
     // A name of its own: thread names are cut at 15 bytes ("rr-handoff zz.t").
-    let a = FakeServer::start().unwrap();
+    let a = t.server_named(&["zz.test"]);
     a.set_moving_close(false);
     let dns = ScriptedResolver::new();
     dns.set("zz.test", Answer::addrs([a.addr()]));
-    let mut o = Options::parse("zz.test:1,maintNotifications=enabled").unwrap();
+    let mut o = t.options("zz.test:1,maintNotifications=enabled");
     o.resolver = Some(Arc::new(dns.clone()));
     let client = Client::connect(opt_in(o)).unwrap();
     assert!(wait_opted_in(&client, SOON));
@@ -334,9 +414,8 @@ fn closing_the_client_mid_handoff_ends_its_worker() {
     assert_eq!(status(&client).handoffs.recycles, 0);
 }
 
-#[test]
-fn failed_over_checks_the_address_too_and_the_blocking_pool_follows() {
-    let (a, b, dns, client) = two_proxies_one_name();
+fn failed_over_checks_the_address_too_and_the_blocking_pool_follows(t: Transport) {
+    let (a, b, dns, client) = two_proxies_one_name(&t);
     let db = client.database();
     let blocking_idle = || client.status().nodes[0].blocking_idle;
     // A blocking command leaves its dedicated connection idle in the pool, on A.

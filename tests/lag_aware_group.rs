@@ -2,6 +2,10 @@
 //! alive but behind is held off and taken back once caught up; when every member is
 //! behind the group serves provisionally and leaves for an eligible member whatever
 //! the weights; a management plane that is down fails nothing over.
+//!
+//! Each over plain TCP and over TLS (`scenario::tcp`, `scenario::tls`): over TLS the
+//! whole group is, the members' data side (fakes under one issuer the clients trust)
+//! as the REST API (HTTPS, its own certificate, trusted by the lag-aware probe).
 
 mod support;
 
@@ -13,11 +17,24 @@ use resilient_redis::availability::{
     Member, Probe, ProbeResult, ProbeScope, ProbeTarget, RestCredentials,
 };
 use resilient_redis::prelude::*;
-use resilient_redis::testkit::{FakeCluster, FakeRestApi, FakeServer};
+use resilient_redis::testkit::{FakeRestApi, FakeServer};
 use support::optin::opt_in;
+use support::transport::Transport;
 use support::{events_until, wait_until};
 
 const WAIT: Duration = Duration::from_secs(10);
+
+over_both_transports!(
+    a_preferred_member_alive_but_lagging_is_held_off_and_taken_back_once_caught_up,
+    a_member_that_comes_back_behind_after_an_outage_is_held_off_until_it_catches_up,
+    in_a_partition_the_group_serves_provisionally_and_leaves_for_an_eligible_member_whatever_the_weights,
+    a_provisional_member_becomes_ordinary_once_it_passes_its_own_check,
+    a_management_plane_that_is_down_fails_nothing_over,
+    without_a_failback_check_nothing_changes_and_no_failback_probe_runs,
+    at_start_a_lighter_member_answering_first_does_not_pull_traffic_off_the_best_one,
+    a_manual_failover_stands_in_for_a_passed_failback_check,
+    a_probe_runs_once_per_serving_master_or_once_per_member_as_its_scope_says,
+);
 
 /// A region: its Redis and its cluster's REST API, which knows the database.
 struct Region {
@@ -26,8 +43,8 @@ struct Region {
     uid: u64,
 }
 
-fn region() -> Region {
-    let server = FakeServer::start().unwrap();
+fn region(t: &Transport) -> Region {
+    let server = t.server();
     let api = FakeRestApi::start().unwrap();
     let uid = api.add_database_for(server.addr());
     Region { server, api, uid }
@@ -47,17 +64,17 @@ fn lag_check(api: &FakeRestApi) -> HealthCheck {
         .probe_timeout(Duration::from_millis(3000))
 }
 
-fn plain(server: &FakeServer, name: &str, weight: u32) -> Member {
-    Member::new(opt_in(format!(
+fn plain(t: &Transport, server: &FakeServer, name: &str, weight: u32) -> Member {
+    Member::from_options(opt_in(t.options(&format!(
         "{}?syncTimeout=1000&connectTimeout=1000&reconnectMin=20&reconnectMax=100",
         server.url()
-    )))
+    ))))
     .with_name(name)
     .with_weight(weight)
 }
 
-fn member(r: &Region, name: &str, weight: u32) -> Member {
-    plain(&r.server, name, weight).with_failback_check(lag_check(&r.api))
+fn member(t: &Transport, r: &Region, name: &str, weight: u32) -> Member {
+    plain(t, &r.server, name, weight).with_failback_check(lag_check(&r.api))
 }
 
 /// Frequent liveness checks with a generous probe timeout: on a loaded CI machine a
@@ -123,9 +140,8 @@ fn moved_to(
     find(seen)
 }
 
-#[test]
-fn a_preferred_member_alive_but_lagging_is_held_off_and_taken_back_once_caught_up() {
-    let (a, b) = (FakeServer::start().unwrap(), FakeServer::start().unwrap());
+fn a_preferred_member_alive_but_lagging_is_held_off_and_taken_back_once_caught_up(t: Transport) {
+    let (a, b) = (t.server(), t.server());
     // One cluster API for both databases, one failback check for the whole group.
     let api = FakeRestApi::start().unwrap();
     let (uid_a, _) = (
@@ -134,7 +150,7 @@ fn a_preferred_member_alive_but_lagging_is_held_off_and_taken_back_once_caught_u
     );
     api.set_lagging(uid_a, true);
     let group = Group::connect(
-        vec![plain(&a, "a", 2), plain(&b, "b", 1)],
+        vec![plain(&t, &a, "a", 2), plain(&t, &b, "b", 1)],
         options().failback_check(lag_check(&api)),
     )
     .unwrap();
@@ -148,7 +164,7 @@ fn a_preferred_member_alive_but_lagging_is_held_off_and_taken_back_once_caught_u
         active(&group) == "b" && member_a.is_connected() && !member_a.is_unhealthy()
     });
     group.database().set("k", "written-while-a-lagged").unwrap();
-    let direct_b = Client::connect(opt_in(b.url().as_str()))
+    let direct_b = Client::connect(opt_in(t.options(&b.url())))
         .unwrap()
         .database();
     assert_eq!(
@@ -166,10 +182,13 @@ fn a_preferred_member_alive_but_lagging_is_held_off_and_taken_back_once_caught_u
     assert!(api.unfiltered_reads().is_empty());
 }
 
-#[test]
-fn a_member_that_comes_back_behind_after_an_outage_is_held_off_until_it_catches_up() {
-    let (ra, rb) = (region(), region());
-    let group = Group::connect(vec![member(&ra, "a", 2), member(&rb, "b", 1)], options()).unwrap();
+fn a_member_that_comes_back_behind_after_an_outage_is_held_off_until_it_catches_up(t: Transport) {
+    let (ra, rb) = (region(&t), region(&t));
+    let group = Group::connect(
+        vec![member(&t, &ra, "a", 2), member(&t, &rb, "b", 1)],
+        options(),
+    )
+    .unwrap();
     let a = by_name(&group, "a");
     assert!(wait_until(WAIT, || active(&group) == "a" && !a.is_provisional()));
     // Outage: a stops answering, b takes over.
@@ -186,15 +205,15 @@ fn a_member_that_comes_back_behind_after_an_outage_is_held_off_until_it_catches_
     assert!(wait_until(WAIT, || active(&group) == "a"));
 }
 
-#[test]
 fn in_a_partition_the_group_serves_provisionally_and_leaves_for_an_eligible_member_whatever_the_weights(
+    t: Transport,
 ) {
-    let (ra, rb, rc) = (region(), region(), region());
+    let (ra, rb, rc) = (region(&t), region(&t), region(&t));
     let group = Group::connect(
         vec![
-            member(&ra, "a", 3),
-            member(&rb, "b", 2),
-            member(&rc, "c", 1),
+            member(&t, &ra, "a", 3),
+            member(&t, &rb, "b", 2),
+            member(&t, &rc, "c", 1),
         ],
         options(),
     )
@@ -242,12 +261,15 @@ fn in_a_partition_the_group_serves_provisionally_and_leaves_for_an_eligible_memb
     }));
 }
 
-#[test]
-fn a_provisional_member_becomes_ordinary_once_it_passes_its_own_check() {
-    let (ra, rb) = (region(), region());
+fn a_provisional_member_becomes_ordinary_once_it_passes_its_own_check(t: Transport) {
+    let (ra, rb) = (region(&t), region(&t));
     ra.api.set_lagging(ra.uid, true);
     rb.api.set_lagging(rb.uid, true);
-    let group = Group::connect(vec![member(&ra, "a", 2), member(&rb, "b", 1)], options()).unwrap();
+    let group = Group::connect(
+        vec![member(&t, &ra, "a", 2), member(&t, &rb, "b", 1)],
+        options(),
+    )
+    .unwrap();
     let a = by_name(&group, "a");
     let b = by_name(&group, "b");
     assert!(wait_until(WAIT, || a.failback_result()
@@ -270,10 +292,13 @@ fn a_provisional_member_becomes_ordinary_once_it_passes_its_own_check() {
     for_checks(&rb.api, rb.uid, 3, || active(&group) == "a");
 }
 
-#[test]
-fn a_management_plane_that_is_down_fails_nothing_over() {
-    let (ra, rb) = (region(), region());
-    let group = Group::connect(vec![member(&ra, "a", 2), member(&rb, "b", 1)], options()).unwrap();
+fn a_management_plane_that_is_down_fails_nothing_over(t: Transport) {
+    let (ra, rb) = (region(&t), region(&t));
+    let group = Group::connect(
+        vec![member(&t, &ra, "a", 2), member(&t, &rb, "b", 1)],
+        options(),
+    )
+    .unwrap();
     let (a, b) = (by_name(&group, "a"), by_name(&group, "b"));
     assert!(wait_until(WAIT, || active(&group) == "a" && !a.is_provisional()));
     let events = group.events();
@@ -299,11 +324,10 @@ fn a_management_plane_that_is_down_fails_nothing_over() {
     group.database().set("k", "v").unwrap();
 }
 
-#[test]
-fn without_a_failback_check_nothing_changes_and_no_failback_probe_runs() {
-    let (ra, rb) = (region(), region());
+fn without_a_failback_check_nothing_changes_and_no_failback_probe_runs(t: Transport) {
+    let (ra, rb) = (region(&t), region(&t));
     let group = Group::connect(
-        vec![plain(&ra.server, "a", 2), plain(&rb.server, "b", 1)],
+        vec![plain(&t, &ra.server, "a", 2), plain(&t, &rb.server, "b", 1)],
         options(),
     )
     .unwrap();
@@ -316,13 +340,16 @@ fn without_a_failback_check_nothing_changes_and_no_failback_probe_runs() {
     assert!(ra.api.requests().is_empty() && rb.api.requests().is_empty());
 }
 
-#[test]
-fn at_start_a_lighter_member_answering_first_does_not_pull_traffic_off_the_best_one() {
-    let (ra, rb) = (region(), region());
+fn at_start_a_lighter_member_answering_first_does_not_pull_traffic_off_the_best_one(t: Transport) {
+    let (ra, rb) = (region(&t), region(&t));
     // a's cluster answers slowly (its three first questions well within the probe
     // timeout), b's at once.
     ra.api.set_delay(Duration::from_millis(150));
-    let group = Group::connect(vec![member(&ra, "a", 2), member(&rb, "b", 1)], options()).unwrap();
+    let group = Group::connect(
+        vec![member(&t, &ra, "a", 2), member(&t, &rb, "b", 1)],
+        options(),
+    )
+    .unwrap();
     let events = group.events();
     let (a, b) = (by_name(&group, "a"), by_name(&group, "b"));
     assert!(wait_until(WAIT, || b.failback_result() == Some(ProbeResult::Healthy)));
@@ -342,11 +369,14 @@ fn at_start_a_lighter_member_answering_first_does_not_pull_traffic_off_the_best_
         .any(|e| matches!(e, GroupEvent::ActiveChanged { .. })));
 }
 
-#[test]
-fn a_manual_failover_stands_in_for_a_passed_failback_check() {
-    let (ra, rb) = (region(), region());
+fn a_manual_failover_stands_in_for_a_passed_failback_check(t: Transport) {
+    let (ra, rb) = (region(&t), region(&t));
     rb.api.set_lagging(rb.uid, true);
-    let group = Group::connect(vec![member(&ra, "a", 2), member(&rb, "b", 1)], options()).unwrap();
+    let group = Group::connect(
+        vec![member(&t, &ra, "a", 2), member(&t, &rb, "b", 1)],
+        options(),
+    )
+    .unwrap();
     let (a, b) = (by_name(&group, "a"), by_name(&group, "b"));
     assert!(wait_until(WAIT, || !a.is_provisional()
         && b.failback_result() == Some(ProbeResult::Unhealthy)));
@@ -371,9 +401,8 @@ impl Probe for Recording {
     }
 }
 
-#[test]
-fn a_probe_runs_once_per_serving_master_or_once_per_member_as_its_scope_says() {
-    let cluster = FakeCluster::start(3).unwrap();
+fn a_probe_runs_once_per_serving_master_or_once_per_member_as_its_scope_says(t: Transport) {
+    let cluster = t.cluster(3);
     let ports: Vec<u16> = cluster.nodes().iter().map(FakeServer::port).collect();
     let seed = ports[0];
     for (scope, expect_all) in [(ProbeScope::Endpoint, true), (ProbeScope::Member, false)] {
@@ -383,8 +412,10 @@ fn a_probe_runs_once_per_serving_master_or_once_per_member_as_its_scope_says() {
             .probe_count(1)
             .probe(seen.clone())
             .scope(scope);
-        let member = Member::new(opt_in(format!("{}?syncTimeout=500", cluster.url())))
-            .with_health_check(check);
+        let member = Member::from_options(opt_in(
+            t.options(&format!("{}?syncTimeout=500", cluster.url())),
+        ))
+        .with_health_check(check);
         let group = Group::connect(vec![member], GroupOptions::default()).unwrap();
         assert!(wait_until(WAIT, || {
             let s = seen.0.lock();

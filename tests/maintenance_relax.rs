@@ -2,7 +2,8 @@
 //! inside the relaxed one succeeds while a window is open (also when it was already
 //! waiting), and times out again once the window and its tail are over; the backstop
 //! ends a window nothing closes, without a tail; and a server that dies inside an
-//! absurdly long window is still reported promptly.
+//! absurdly long window is still reported promptly. Each over plain TCP and over TLS
+//! (`scenario::tcp`, `scenario::tls`), verification on.
 
 mod maintenance_common;
 mod support;
@@ -15,10 +16,20 @@ use resilient_redis::maintenance::NotificationKind;
 use resilient_redis::prelude::*;
 use resilient_redis::testkit::{FakeServer, Notification};
 use resilient_redis::{ClientEvent, ErrorKind, FailureKind, MaintenanceKind};
+use support::transport::Transport;
 
-fn connect(server: &FakeServer, keys: &str) -> Client {
+over_both_transports!(
+    a_window_relaxes_then_its_tail_then_nothing,
+    a_caller_already_waiting_extends_its_wait,
+    the_backstop_ends_a_window_nothing_closes_without_a_tail,
+    moving_relaxes_an_idle_connection_and_a_killed_one_is_reported_promptly,
+    a_hung_server_is_found_by_the_heartbeat_which_is_never_relaxed,
+    a_window_also_covers_the_wait_for_the_reconnect,
+);
+
+fn connect(t: &Transport, server: &FakeServer, keys: &str) -> Client {
     let url = format!("{}?maintNotifications=enabled&{keys}", server.url());
-    Client::connect(url).unwrap()
+    Client::connect(t.options(&url)).unwrap()
 }
 
 fn expect_event(client_events: &crossbeam_channel::Receiver<ClientEvent>, kind: NotificationKind) {
@@ -26,11 +37,11 @@ fn expect_event(client_events: &crossbeam_channel::Receiver<ClientEvent>, kind: 
     assert_eq!(e.kind, kind);
 }
 
-#[test]
-fn a_window_relaxes_then_its_tail_then_nothing() {
-    let server = FakeServer::start().unwrap();
+fn a_window_relaxes_then_its_tail_then_nothing(t: Transport) {
+    let server = t.server();
     // Seconds for the maint* keys, milliseconds for syncTimeout.
     let client = connect(
+        &t,
         &server,
         "syncTimeout=400&maintRelaxedTimeout=2&maintPostEventRelaxed=2&maintRelaxedWindowMax=60",
     );
@@ -66,10 +77,9 @@ fn a_window_relaxes_then_its_tail_then_nothing() {
     assert_eq!(e.maintenance(), MaintenanceKind::None);
 }
 
-#[test]
-fn a_caller_already_waiting_extends_its_wait() {
-    let server = FakeServer::start().unwrap();
-    let client = connect(&server, "syncTimeout=500&maintRelaxedTimeout=5");
+fn a_caller_already_waiting_extends_its_wait(t: Transport) {
+    let server = t.server();
+    let client = connect(&t, &server, "syncTimeout=500&maintRelaxedTimeout=5");
     let events = client.events();
     let db = client.database();
     db.set("k", "v").unwrap();
@@ -102,10 +112,10 @@ fn a_caller_already_waiting_extends_its_wait() {
     assert!(drain_maintenance(&events).is_empty());
 }
 
-#[test]
-fn the_backstop_ends_a_window_nothing_closes_without_a_tail() {
-    let server = FakeServer::start().unwrap();
+fn the_backstop_ends_a_window_nothing_closes_without_a_tail(t: Transport) {
+    let server = t.server();
     let client = connect(
+        &t,
         &server,
         "syncTimeout=300&maintRelaxedTimeout=1&maintRelaxedWindowMax=1.5&maintPostEventRelaxed=30",
     );
@@ -137,11 +147,11 @@ fn the_backstop_ends_a_window_nothing_closes_without_a_tail() {
     assert_eq!(status(&client).in_force, MaintenanceKind::None);
 }
 
-#[test]
-fn moving_relaxes_an_idle_connection_and_a_killed_one_is_reported_promptly() {
-    let server = FakeServer::start().unwrap();
+fn moving_relaxes_an_idle_connection_and_a_killed_one_is_reported_promptly(t: Transport) {
+    let server = t.server();
     // connectTimeout short: the reconnect's handshake meets the delayed replies.
     let client = connect(
+        &t,
         &server,
         "syncTimeout=300&connectTimeout=500&maintRelaxedTimeout=3600",
     );
@@ -186,10 +196,10 @@ fn moving_relaxes_an_idle_connection_and_a_killed_one_is_reported_promptly() {
     server.delay_replies(None);
 }
 
-#[test]
-fn a_hung_server_is_found_by_the_heartbeat_which_is_never_relaxed() {
-    let server = FakeServer::start().unwrap();
+fn a_hung_server_is_found_by_the_heartbeat_which_is_never_relaxed(t: Transport) {
+    let server = t.server();
     let client = connect(
+        &t,
         &server,
         "syncTimeout=300&keepAlive=200&connectTimeout=500&maintRelaxedTimeout=3600",
     );
@@ -213,10 +223,10 @@ fn a_hung_server_is_found_by_the_heartbeat_which_is_never_relaxed() {
     server.hang(false);
 }
 
-#[test]
-fn a_window_also_covers_the_wait_for_the_reconnect() {
-    let server = FakeServer::start().unwrap();
+fn a_window_also_covers_the_wait_for_the_reconnect(t: Transport) {
+    let server = t.server();
     let client = connect(
+        &t,
         &server,
         "syncTimeout=300&maintRelaxedTimeout=5&reconnectMin=50&reconnectMax=100",
     );

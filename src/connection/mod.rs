@@ -198,6 +198,9 @@ impl Connection {
         let endpoint_text = cfg.endpoint.to_string();
         let deadline = deadline_after(Instant::now(), cfg.options.connect_timeout);
         let with_endpoint = |e: Error| e.with_endpoint(endpoint_text.clone());
+        // Where a `MOVING` redirected the node, when this dial goes there (an address a
+        // handoff chose is reached under the node's own name).
+        let redirected = to.is_none().then(|| cfg.dial.redirected()).flatten();
         let system = crate::resolve::SystemResolver;
         let resolver: &dyn crate::resolve::Resolver =
             cfg.options.resolver.as_deref().unwrap_or(&system);
@@ -213,8 +216,13 @@ impl Connection {
         // For the `moving-endpoint-type` detection (internal or external peer).
         let peer = peer_addr.map(|a| a.ip());
         let left = deadline.saturating_duration_since(Instant::now());
-        let mut transport = Transport::establish(stream, cfg.tls.as_deref(), left.max(ms(1)))
-            .map_err(with_endpoint)?;
+        let mut transport = Transport::establish(
+            stream,
+            cfg.tls.as_deref(),
+            redirected.as_ref().map(|e| e.host.as_str()),
+            left.max(ms(1)),
+        )
+        .map_err(with_endpoint)?;
         let mut decoder = Decoder::new();
         let hs =
             handshake::run(&mut transport, &mut decoder, cfg, deadline, peer).map_err(|e| {

@@ -15,11 +15,14 @@ use rustls_pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
 
 use crate::config::TlsOptions;
 use crate::error::{Error, ErrorKind, Result};
+use crate::resolve::is_address_literal;
 
 /// A ready TLS configuration and the name to verify and send as SNI.
 pub(crate) struct TlsSetup {
     pub config: Arc<ClientConfig>,
     pub server_name: ServerName<'static>,
+    /// `sslHost` was given: that name is verified whatever host is dialled.
+    pub pinned_name: bool,
     pub verify: bool,
     /// Shared by every server of one client: `sslVerify=false` is warned about once
     /// per client, not on every reconnect and pooled connection.
@@ -27,6 +30,18 @@ pub(crate) struct TlsSetup {
 }
 
 impl TlsSetup {
+    /// The name to verify (and send as SNI) when the connection dials `host`, the
+    /// endpoint a `MOVING` named instead of the node's own: `sslHost` when given, else
+    /// `host` when it is a host name (the certificate there names that host, which is
+    /// why TLS asks for `*-fqdn` endpoints); an address names no host, so the node's
+    /// own name is kept.
+    pub(crate) fn name_for_redirect(&self, host: &str) -> ServerName<'static> {
+        if self.pinned_name || is_address_literal(host) {
+            return self.server_name.clone();
+        }
+        ServerName::try_from(host.to_string()).unwrap_or_else(|_| self.server_name.clone())
+    }
+
     /// Warns, once per client, that certificates are not verified.
     pub(crate) fn warn_if_unverified(&self, peer: std::net::SocketAddr) {
         if self.verify {
@@ -135,6 +150,7 @@ pub(crate) fn setup(
     Ok(TlsSetup {
         config: Arc::new(config),
         server_name,
+        pinned_name: tls.server_name.is_some(),
         verify: tls.verify,
         unverified_warned,
     })
@@ -186,5 +202,33 @@ impl ServerCertVerifier for NoVerification {
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
         self.0.signature_verification_algorithms.supported_schemes()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn name(setup: &TlsSetup, host: &str) -> String {
+        match setup.name_for_redirect(host) {
+            ServerName::DnsName(d) => d.as_ref().to_string(),
+            ServerName::IpAddress(ip) => std::net::IpAddr::from(ip).to_string(),
+            other => format!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_redirect_to_a_host_verifies_that_host_unless_ssl_host_pins_a_name() {
+        let warned = Arc::new(AtomicBool::new(false));
+        let plain = setup(&TlsOptions::default(), "db.test", warned.clone()).unwrap();
+        assert_eq!(name(&plain, "b.db.test"), "b.db.test");
+        // An address names no host: the endpoint's own name is still verified.
+        assert_eq!(name(&plain, "10.0.0.9"), "db.test");
+        let pinned = TlsOptions {
+            server_name: Some("pinned.example".into()),
+            ..TlsOptions::default()
+        };
+        let pinned = setup(&pinned, "db.test", warned).unwrap();
+        assert_eq!(name(&pinned, "b.db.test"), "pinned.example");
     }
 }

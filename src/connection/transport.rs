@@ -178,10 +178,13 @@ fn connect_addr(addr: SocketAddr, timeout: Duration) -> io::Result<TcpStream> {
 }
 
 impl Transport {
-    /// Wraps a connected socket, performing the TLS handshake when asked.
+    /// Wraps a connected socket, performing the TLS handshake when asked; `redirected`:
+    /// the host dialled instead of the endpoint's own (a `MOVING` named it), whose name
+    /// is then the one verified.
     pub(crate) fn establish(
         stream: TcpStream,
         tls: Option<&TlsSetup>,
+        redirected: Option<&str>,
         timeout: Duration,
     ) -> Result<Transport> {
         let peer = stream.peer_addr()?;
@@ -194,10 +197,13 @@ impl Transport {
             });
         };
         tls.warn_if_unverified(peer);
-        let mut conn =
-            ClientConnection::new(tls.config.clone(), tls.server_name.clone()).map_err(|e| {
-                Error::new(ErrorKind::Tls, format!("TLS setup failed: {e}")).with_source(e)
-            })?;
+        let name = match redirected {
+            Some(host) => tls.name_for_redirect(host),
+            None => tls.server_name.clone(),
+        };
+        let mut conn = ClientConnection::new(tls.config.clone(), name).map_err(|e| {
+            Error::new(ErrorKind::Tls, format!("TLS setup failed: {e}")).with_source(e)
+        })?;
         let mut sock = stream.try_clone()?;
         sock.set_read_timeout(Some(timeout))?;
         sock.set_write_timeout(Some(timeout))?;

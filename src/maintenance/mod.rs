@@ -81,7 +81,8 @@
 //!   with the record still stale is a normal outcome: the server closes, the reconnect
 //!   resolves then;
 //! - a named new endpoint: the node's connections dial it (a cluster also re-reads
-//!   its topology);
+//!   its topology); over TLS they verify the host named (unless `sslHost` pins a
+//!   name; an address named keeps the node's own name);
 //! - an address and no new endpoint: nothing to re-resolve, nothing is done (the
 //!   relaxed window covers the reconnect after the close).
 //!

@@ -1,7 +1,8 @@
 //! `FakeCluster`: several fake nodes sharing one slot map, each with its own store
-//! holding only its slots' keys; `CLUSTER SLOTS|SHARDS|NODES|MYID|KEYSLOT|INFO`,
-//! `-MOVED`, `-CROSSSLOT`, `-ASK` with `ASKING` during a migration, removing a node the
-//! way `CLUSTER FORGET` does, adding one.
+//! holding only its slots' keys; `-MOVED`, `-CROSSSLOT`, `-ASK` with `ASKING` during a
+//! migration, removing a node the way `CLUSTER FORGET` does, adding one; over plain TCP
+//! or TLS (every node's certificate from one issuer). The `CLUSTER` commands that show
+//! the slot map are [`cluster_cmds`](super::cluster_cmds)'.
 //!
 //! Owns: the slot map, migrations and the redirect decision. Must never: take a node's
 //! store lock while holding the topology lock (the order is store, then topology).
@@ -16,40 +17,43 @@ use std::time::Instant;
 use parking_lot::{Mutex, MutexGuard};
 
 use super::maintenance::{self, Notification};
-use super::reply::{self, bulk_value, err, int, ok, verbatim, Reply};
+use super::reply::{err, Reply};
 use super::rng;
 use super::server::ServerInner;
-use super::session::{Ctx, Session};
+use super::session::Session;
 use super::slots::{self, key_slot, SLOTS};
 use super::store::Dbs;
 use super::table::{Spec, SHARD_CHANNELS};
+use super::tls::FakeIssuer;
 use super::FakeServer;
-use crate::resp::Value;
 
-struct NodeEntry {
-    id: String,
-    addr: SocketAddr,
+/// One node of the slot map.
+pub(crate) struct NodeEntry {
+    pub id: String,
+    pub addr: SocketAddr,
     server: Weak<ServerInner>,
-    removed: bool,
+    pub removed: bool,
 }
 
+/// A slot migration in progress.
 #[derive(Clone)]
-struct Migration {
-    slots: RangeInclusive<u16>,
-    from: usize,
-    to: usize,
+pub(crate) struct Migration {
+    pub slots: RangeInclusive<u16>,
+    pub from: usize,
+    pub to: usize,
     announce: bool,
 }
 
-struct Topology {
-    slots: Vec<Option<usize>>,
-    nodes: Vec<NodeEntry>,
-    migration: Option<Migration>,
+/// The slot map: an owner per slot, the nodes, the migration in progress.
+pub(crate) struct Topology {
+    pub slots: Vec<Option<usize>>,
+    pub nodes: Vec<NodeEntry>,
+    pub migration: Option<Migration>,
 }
 
 /// What the nodes of one fake cluster share.
 pub(crate) struct ClusterState {
-    topo: Mutex<Topology>,
+    pub topo: Mutex<Topology>,
     /// The deployment's one sequence counter for notifications.
     pub seq: Arc<AtomicU64>,
     /// Migrations end without the unsolicited `sunsubscribe` (a client's fallback).
@@ -133,200 +137,10 @@ pub(crate) fn redirect(
     }
 }
 
-fn cluster_of<'a>(ctx: &'a Ctx<'_, '_>) -> Result<&'a ClusterLink, Reply> {
-    ctx.s
-        .server
-        .cluster
-        .get()
-        .ok_or_else(|| err("ERR This instance has cluster support disabled"))
-}
-
-/// `ASKING`
-pub(crate) fn asking(ctx: &mut Ctx<'_, '_>, _args: &[Vec<u8>]) -> Reply {
-    if let Err(e) = cluster_of(ctx) {
-        return e;
-    }
-    ctx.s.asking = true;
-    ok()
-}
-
-/// `READONLY` / `READWRITE` (accepted; the fake has no replicas to read from).
-pub(crate) fn readonly(ctx: &mut Ctx<'_, '_>, _args: &[Vec<u8>]) -> Reply {
-    match cluster_of(ctx) {
-        Ok(_) => ok(),
-        Err(e) => e,
-    }
-}
-
-/// Contiguous runs of slots with the same owner: (start, end, owner).
-fn runs(topo: &Topology) -> Vec<(u16, u16, usize)> {
-    let mut out: Vec<(u16, u16, usize)> = Vec::new();
-    for (slot, owner) in topo.slots.iter().enumerate() {
-        let Some(owner) = *owner else { continue };
-        match out.last_mut() {
-            Some(last) if last.2 == owner && last.1 as usize + 1 == slot => last.1 = slot as u16,
-            _ => out.push((slot as u16, slot as u16, owner)),
-        }
-    }
-    out
-}
-
-fn node_value(n: &NodeEntry) -> Value {
-    Value::Array(vec![
-        bulk_value(n.addr.ip().to_string().as_bytes()),
-        Value::Int(n.addr.port() as i64),
-        bulk_value(n.id.as_bytes()),
-        Value::Map(Vec::new()),
-    ])
-}
-
-/// `CLUSTER SLOTS`: `[start, end, [ip, port, id, {}]]` per contiguous range.
-pub(crate) fn cluster_slots(ctx: &mut Ctx<'_, '_>, _args: &[Vec<u8>]) -> Reply {
-    let link = match cluster_of(ctx) {
-        Ok(l) => l,
-        Err(e) => return e,
-    };
-    let topo = link.state.topo.lock();
-    reply::array(
-        runs(&topo)
-            .into_iter()
-            .map(|(a, b, owner)| {
-                Value::Array(vec![
-                    Value::Int(a as i64),
-                    Value::Int(b as i64),
-                    node_value(&topo.nodes[owner]),
-                ])
-            })
-            .collect(),
-    )
-}
-
-fn pair(k: &str, v: Value) -> (Value, Value) {
-    (bulk_value(k.as_bytes()), v)
-}
-
-/// `CLUSTER SHARDS`: one map per master with its slot ranges and node.
-pub(crate) fn cluster_shards(ctx: &mut Ctx<'_, '_>, _args: &[Vec<u8>]) -> Reply {
-    let link = match cluster_of(ctx) {
-        Ok(l) => l,
-        Err(e) => return e,
-    };
-    let topo = link.state.topo.lock();
-    let all_runs = runs(&topo);
-    let shards = topo
-        .nodes
-        .iter()
-        .enumerate()
-        .filter(|(_, n)| !n.removed)
-        .map(|(i, n)| {
-            let slot_list = all_runs
-                .iter()
-                .filter(|r| r.2 == i)
-                .flat_map(|r| [Value::Int(r.0 as i64), Value::Int(r.1 as i64)])
-                .collect();
-            let ip = n.addr.ip().to_string();
-            let node = Value::Map(vec![
-                pair("id", bulk_value(n.id.as_bytes())),
-                pair("port", Value::Int(n.addr.port() as i64)),
-                pair("ip", bulk_value(ip.as_bytes())),
-                pair("endpoint", bulk_value(ip.as_bytes())),
-                pair("role", bulk_value(b"master")),
-                pair("replication-offset", Value::Int(0)),
-                pair("health", bulk_value(b"online")),
-            ]);
-            Value::Map(vec![
-                pair("slots", Value::Array(slot_list)),
-                pair("nodes", Value::Array(vec![node])),
-            ])
-        })
-        .collect();
-    reply::array(shards)
-}
-
-/// `CLUSTER NODES`: one line per node, with migrating/importing markers.
-pub(crate) fn cluster_nodes(ctx: &mut Ctx<'_, '_>, _args: &[Vec<u8>]) -> Reply {
-    let link = match cluster_of(ctx) {
-        Ok(l) => l,
-        Err(e) => return e,
-    };
-    let topo = link.state.topo.lock();
-    let all_runs = runs(&topo);
-    let mut out = String::new();
-    for (i, n) in topo.nodes.iter().enumerate().filter(|(_, n)| !n.removed) {
-        let flags = if i == link.index {
-            "myself,master"
-        } else {
-            "master"
-        };
-        out.push_str(&format!(
-            "{} {}:{}@{} {} - 0 0 {} connected",
-            n.id,
-            n.addr.ip(),
-            n.addr.port(),
-            n.addr.port() as u32 + 10000,
-            flags,
-            i + 1
-        ));
-        for r in all_runs.iter().filter(|r| r.2 == i) {
-            if r.0 == r.1 {
-                out.push_str(&format!(" {}", r.0));
-            } else {
-                out.push_str(&format!(" {}-{}", r.0, r.1));
-            }
-        }
-        if let Some(m) = &topo.migration {
-            for s in m.slots.clone() {
-                if m.from == i {
-                    out.push_str(&format!(" [{s}->-{}]", topo.nodes[m.to].id));
-                } else if m.to == i {
-                    out.push_str(&format!(" [{s}-<-{}]", topo.nodes[m.from].id));
-                }
-            }
-        }
-        out.push('\n');
-    }
-    verbatim(out)
-}
-
-/// `CLUSTER MYID`
-pub(crate) fn cluster_myid(ctx: &mut Ctx<'_, '_>, _args: &[Vec<u8>]) -> Reply {
-    let link = match cluster_of(ctx) {
-        Ok(l) => l,
-        Err(e) => return e,
-    };
-    let id = link.state.topo.lock().nodes[link.index].id.clone();
-    reply::bulk(id)
-}
-
-/// `CLUSTER KEYSLOT key`
-pub(crate) fn cluster_keyslot(ctx: &mut Ctx<'_, '_>, args: &[Vec<u8>]) -> Reply {
-    match cluster_of(ctx) {
-        Ok(_) => int(key_slot(&args[2]) as i64),
-        Err(e) => e,
-    }
-}
-
-/// `CLUSTER INFO`
-pub(crate) fn cluster_info(ctx: &mut Ctx<'_, '_>, _args: &[Vec<u8>]) -> Reply {
-    let link = match cluster_of(ctx) {
-        Ok(l) => l,
-        Err(e) => return e,
-    };
-    let topo = link.state.topo.lock();
-    let assigned = topo.slots.iter().filter(|s| s.is_some()).count();
-    let known = topo.nodes.iter().filter(|n| !n.removed).count();
-    let state = if assigned == SLOTS as usize {
-        "ok"
-    } else {
-        "fail"
-    };
-    verbatim(format!(
-        "cluster_state:{state}\r\ncluster_slots_assigned:{assigned}\r\ncluster_slots_ok:{assigned}\r\ncluster_slots_pfail:0\r\ncluster_slots_fail:0\r\ncluster_known_nodes:{known}\r\ncluster_size:{known}\r\ncluster_current_epoch:{known}\r\ncluster_my_epoch:{}\r\n",
-        link.index + 1
-    ))
-}
-
 /// A fake Redis Cluster of masters on 127.0.0.1 (no replicas), sharing one slot map.
+/// Over TLS with [`start_tls`](Self::start_tls) or
+/// [`start_with_issuer`](Self::start_with_issuer): every node (added ones too) serves
+/// a certificate from the one issuer, so redirects and handoffs between nodes verify.
 ///
 /// ```
 /// # #[cfg(feature = "testkit")] {
@@ -340,6 +154,7 @@ pub(crate) fn cluster_info(ctx: &mut Ctx<'_, '_>, _args: &[Vec<u8>]) -> Reply {
 pub struct FakeCluster {
     state: Arc<ClusterState>,
     nodes: Vec<FakeServer>,
+    issuer: Option<FakeIssuer>,
 }
 
 impl std::fmt::Debug for FakeCluster {
@@ -353,6 +168,27 @@ impl std::fmt::Debug for FakeCluster {
 impl FakeCluster {
     /// Starts `masters` nodes (at least 1) with the 16384 slots split evenly, in order.
     pub fn start(masters: usize) -> io::Result<FakeCluster> {
+        FakeCluster::start_nodes(masters, None)
+    }
+
+    /// Like [`start`](Self::start), serving TLS under an issuer minted for the cluster
+    /// ([`issuer`](Self::issuer) hands it to the test).
+    pub fn start_tls(masters: usize) -> io::Result<FakeCluster> {
+        FakeCluster::start_nodes(masters, Some(FakeIssuer::new()?))
+    }
+
+    /// Like [`start`](Self::start), serving TLS with certificates `issuer` signs (shared
+    /// with other fakes of the test: a client trusting it reaches all of them).
+    pub fn start_with_issuer(masters: usize, issuer: &FakeIssuer) -> io::Result<FakeCluster> {
+        FakeCluster::start_nodes(masters, Some(issuer.clone()))
+    }
+
+    /// The issuer of its nodes' certificates; `None` over plain TCP.
+    pub fn issuer(&self) -> Option<&FakeIssuer> {
+        self.issuer.as_ref()
+    }
+
+    fn start_nodes(masters: usize, issuer: Option<FakeIssuer>) -> io::Result<FakeCluster> {
         let masters = masters.max(1);
         let state = Arc::new(ClusterState {
             topo: Mutex::new(Topology {
@@ -366,6 +202,7 @@ impl FakeCluster {
         let mut cluster = FakeCluster {
             state,
             nodes: Vec::new(),
+            issuer,
         };
         for _ in 0..masters {
             cluster.add_node()?;
@@ -400,7 +237,7 @@ impl FakeCluster {
         &self.nodes
     }
 
-    /// A seed URL (node 0).
+    /// A seed URL (node 0): `rediss://…` over TLS.
     pub fn url(&self) -> String {
         self.nodes[0].url()
     }
@@ -428,7 +265,11 @@ impl FakeCluster {
             state: self.state.clone(),
             index,
         };
-        let server = FakeServer::builder().start_in_cluster(link)?;
+        let mut builder = FakeServer::builder();
+        if let Some(issuer) = &self.issuer {
+            builder = builder.tls(issuer);
+        }
+        let server = builder.start_in_cluster(link)?;
         self.state.topo.lock().nodes.push(NodeEntry {
             id: node_id(),
             addr: server.addr(),

@@ -7,6 +7,10 @@
 //! messages it enables. Must never: block another connection (delays and hangs only
 //! hold this connection's output; a writer that cannot write within the write timeout
 //! closes the connection instead of waiting).
+//!
+//! Over TLS, the same: bytes read are decrypted by the connection's
+//! [`TlsLink`] before parsing, and the outbox writes through it. A hung server does
+//! not answer a handshake either (as a stopped process would not).
 
 use std::collections::{BTreeSet, VecDeque};
 use std::io::{ErrorKind as IoKind, Read, Write};
@@ -21,6 +25,7 @@ use super::reply::{encode, err};
 use super::request;
 use super::server::ServerInner;
 use super::session::{Flow, Session};
+use super::tls::link::TlsLink;
 use crate::resp::Value;
 
 /// While output is held (hang) or delayed, the thread wakes this often to flush it.
@@ -49,8 +54,23 @@ impl ConnState {
     }
 }
 
+/// Where a connection's output goes: the socket, or the TLS link in front of it.
+enum Wire {
+    Plain(TcpStream),
+    Tls(Arc<TlsLink>),
+}
+
+impl Wire {
+    fn write_all(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        match self {
+            Wire::Plain(s) => s.write_all(bytes),
+            Wire::Tls(t) => t.write_all(bytes),
+        }
+    }
+}
+
 struct Outbox {
-    stream: TcpStream,
+    stream: Wire,
     /// Bytes due now, not yet written (while the thread batches a read's replies, or
     /// while the server hangs).
     pending: Vec<u8>,
@@ -70,7 +90,16 @@ pub(crate) struct ConnHandle {
 }
 
 impl ConnHandle {
-    pub(crate) fn new(id: u64, stream: &TcpStream) -> std::io::Result<ConnHandle> {
+    /// The handle of an accepted socket; `tls`: its output goes through that link.
+    pub(crate) fn new(
+        id: u64,
+        stream: &TcpStream,
+        tls: Option<Arc<TlsLink>>,
+    ) -> std::io::Result<ConnHandle> {
+        let wire = match tls {
+            None => Wire::Plain(stream.try_clone()?),
+            Some(link) => Wire::Tls(link),
+        };
         Ok(ConnHandle {
             id,
             peer: stream.peer_addr()?,
@@ -88,7 +117,7 @@ impl ConnHandle {
                 auth: None,
             }),
             outbox: Mutex::new(Outbox {
-                stream: stream.try_clone()?,
+                stream: wire,
                 pending: Vec::new(),
                 queue: VecDeque::new(),
                 batching: false,
@@ -178,6 +207,8 @@ impl ConnHandle {
     }
 
     /// Whether the peer has gone (EOF or error), checked without consuming input.
+    /// (Over TLS, a peer's `close_notify` is input like any other: only its FIN or an
+    /// error reads as gone.)
     pub(crate) fn peer_gone(&self) -> bool {
         if self.is_closed() {
             return true;
@@ -197,7 +228,13 @@ impl ConnHandle {
 }
 
 /// The connection thread: read, execute, answer, until the peer or the server ends it.
-pub(crate) fn serve(server: Arc<ServerInner>, conn: Arc<ConnHandle>, mut stream: TcpStream) {
+/// With `tls`, what is read is decrypted through that link first.
+pub(crate) fn serve(
+    server: Arc<ServerInner>,
+    conn: Arc<ConnHandle>,
+    mut stream: TcpStream,
+    tls: Option<Arc<TlsLink>>,
+) {
     let mut session = Session::new(server.clone(), conn.clone());
     let mut buf: Vec<u8> = Vec::with_capacity(16 * 1024);
     let mut chunk = vec![0u8; 64 * 1024];
@@ -257,7 +294,19 @@ pub(crate) fn serve(server: Arc<ServerInner>, conn: Arc<ConnHandle>, mut stream:
         }
         match stream.read(&mut chunk) {
             Ok(0) => break,
-            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+            Ok(n) => match &tls {
+                None => buf.extend_from_slice(&chunk[..n]),
+                Some(link) => {
+                    // Hung: the record layer waits too (no handshake answered).
+                    if !server.faults.wait_while_hung(&conn, &server) {
+                        break;
+                    }
+                    if let Err(e) = link.feed(&chunk[..n], &mut buf) {
+                        log::debug!("fake server {}: TLS: {e}", server.addr);
+                        break;
+                    }
+                }
+            },
             Err(e)
                 if matches!(
                     e.kind(),

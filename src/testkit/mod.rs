@@ -25,6 +25,13 @@
 //! - [`FakeRestApi`]: a fake Redis Enterprise REST API over HTTPS (the database
 //!   availability API of lag-aware failback), with switches for lag, unavailability,
 //!   credentials, slowness, redirects, malformed bodies and unfiltered reads.
+//! - TLS: [`FakeServer`] and [`FakeCluster`] serve TLS when asked
+//!   ([`FakeServer::start_tls`], [`FakeServerBuilder::tls`], [`FakeCluster::start_tls`],
+//!   [`FakeCluster::start_with_issuer`]): rustls, with a certificate minted at start
+//!   and signed by a [`FakeIssuer`], valid for `localhost` and `127.0.0.1` (and any name
+//!   added with [`FakeServerBuilder::tls_name`]). The test hands the issuer to the
+//!   client ([`FakeIssuer::tls_options`]), which verifies as it would in production.
+//!   Everything above works the same over TLS; a hung fake answers no handshake either.
 //!
 //! What it is not: a complete Redis. Commands it does not implement get the real
 //! server's unknown-command error, so a test notices rather than passes by accident.
@@ -52,8 +59,39 @@
 //! # }
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
+//!
+//! # Example: two TLS fakes under one issuer, and a client that trusts it
+//!
+//! ```
+//! # #[cfg(feature = "testkit")] {
+//! use resilient_redis::prelude::*;
+//! use resilient_redis::testkit::{FakeIssuer, FakeServer};
+//!
+//! // One authority for the deployment: a client that trusts it verifies every fake
+//! // it signed for, so a handoff or a failover from one to the other verifies too.
+//! let issuer = FakeIssuer::new()?;
+//! let a = FakeServer::builder().tls(&issuer).start()?;
+//! let b = FakeServer::builder().tls(&issuer).start()?;
+//! assert!(a.url().starts_with("rediss://127.0.0.1:"));
+//!
+//! for server in [&a, &b] {
+//!     let mut options = Options::parse(&server.url())?;
+//!     options.tls = Some(issuer.tls_options()); // verification stays on
+//!     let db = Client::connect(options)?.database();
+//!     db.set("k", "v")?;
+//! }
+//!
+//! // Without the issuer, the public roots do not know it: refused before any command.
+//! let err = Client::connect(a.url().as_str()).unwrap_err();
+//! assert_eq!(err.kind(), resilient_redis::ErrorKind::Tls);
+//! assert_eq!(a.commands_received("SET"), 1);
+//! # }
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
+mod accept;
 mod cluster;
+mod cluster_cmds;
 mod cmd_hashes;
 mod cmd_keys;
 mod cmd_lists;
@@ -79,6 +117,7 @@ mod session;
 mod slots;
 mod store;
 mod table;
+mod tls;
 mod transactions;
 
 pub use cluster::FakeCluster;
@@ -89,6 +128,7 @@ pub use rest::{FakeRestApi, FakeRestApiBuilder};
 pub use sentinel::FakeSentinel;
 pub use server::{FakeServer, FakeServerBuilder};
 pub use slots::{key_slot, SLOTS};
+pub use tls::FakeIssuer;
 
 /// How a server answers `CLIENT MAINT_NOTIFICATIONS ON`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]

@@ -2,12 +2,13 @@
 //! connection, all named `fake-…` and all joined on `shutdown()`/`Drop`.
 //!
 //! Owns: the listening socket, the registry of live connections, the server's
-//! configuration and life. Must never: outlive its handle (every thread it started is
-//! joined and every socket shut down when it is dropped), or bind anything but loopback.
+//! configuration and life (the accept thread is [`accept`](super::accept)'s). Must
+//! never: outlive its handle (every thread it started is joined and every socket shut
+//! down when it is dropped), or bind anything but loopback.
 
 use std::collections::{BTreeMap, HashMap};
 use std::io;
-use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::thread::JoinHandle;
@@ -15,17 +16,15 @@ use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
 
+use super::accept::accept_loop;
 use super::cluster::ClusterLink;
-use super::conn::{self, ConnHandle};
+use super::conn::ConnHandle;
 use super::faults::Faults;
 use super::maintenance::MaintState;
 use super::observe::Stats;
 use super::store::Store;
+use super::tls::FakeIssuer;
 use super::OptIn;
-
-/// How long a write to a peer that does not read may block before the connection is
-/// closed (the fake's client-output-buffer limit).
-const WRITE_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// How the server treats `HELLO`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -76,6 +75,8 @@ pub(crate) struct ServerInner {
     pub listen: Mutex<Listening>,
     pub listen_changed: Condvar,
     pub started: Instant,
+    /// What every connection is served with when the server serves TLS.
+    pub tls: Option<Arc<rustls::ServerConfig>>,
 }
 
 impl ServerInner {
@@ -131,7 +132,7 @@ impl ServerInner {
     }
 
     /// Wakes a blocked `accept()` by connecting to ourselves.
-    fn poke_accept(&self) {
+    pub(crate) fn poke_accept(&self) {
         let _ = TcpStream::connect_timeout(&self.addr, Duration::from_millis(200));
     }
 }
@@ -148,12 +149,14 @@ impl ServerInner {
 pub struct FakeServer {
     pub(crate) inner: Arc<ServerInner>,
     accept: Mutex<Option<JoinHandle<()>>>,
+    issuer: Option<FakeIssuer>,
 }
 
 impl std::fmt::Debug for FakeServer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("FakeServer")
             .field("addr", &self.inner.addr)
+            .field("tls", &self.issuer.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -168,6 +171,8 @@ pub struct FakeServerBuilder {
     replica: bool,
     opt_in: OptIn,
     hello: HelloMode,
+    tls: Option<FakeIssuer>,
+    tls_names: Vec<String>,
 }
 
 impl FakeServerBuilder {
@@ -216,6 +221,22 @@ impl FakeServerBuilder {
         self
     }
 
+    /// Serves TLS (only): a certificate `issuer` signs, minted at start, valid for
+    /// `localhost`, `127.0.0.1` and the names added with [`tls_name`](Self::tls_name).
+    /// A client trusts it with [`FakeIssuer::tls_options`]; fakes started with the same
+    /// issuer verify under one trust, as the nodes of one deployment do.
+    pub fn tls(mut self, issuer: &FakeIssuer) -> Self {
+        self.tls = Some(issuer.clone());
+        self
+    }
+
+    /// Another DNS name the TLS certificate is valid for (e.g. the name a
+    /// `ScriptedResolver` gives this server); without [`tls`](Self::tls), nothing.
+    pub fn tls_name(mut self, name: impl Into<String>) -> Self {
+        self.tls_names.push(name.into());
+        self
+    }
+
     /// Binds 127.0.0.1 on an ephemeral port and starts serving.
     pub fn start(self) -> io::Result<FakeServer> {
         start(self, None)
@@ -227,6 +248,10 @@ impl FakeServerBuilder {
 }
 
 fn start(b: FakeServerBuilder, cluster: Option<ClusterLink>) -> io::Result<FakeServer> {
+    let tls = match &b.tls {
+        Some(issuer) => Some(issuer.server_config(&b.tls_names)?),
+        None => None,
+    };
     let listener = TcpListener::bind(("127.0.0.1", 0))?;
     let addr = listener.local_addr()?;
     let seq = match &cluster {
@@ -258,6 +283,7 @@ fn start(b: FakeServerBuilder, cluster: Option<ClusterLink>) -> io::Result<FakeS
         }),
         listen_changed: Condvar::new(),
         started: Instant::now(),
+        tls,
     });
     if let Some(link) = cluster {
         let _ = inner.cluster.set(link);
@@ -269,95 +295,21 @@ fn start(b: FakeServerBuilder, cluster: Option<ClusterLink>) -> io::Result<FakeS
     Ok(FakeServer {
         inner,
         accept: Mutex::new(Some(accept)),
+        issuer: b.tls,
     })
-}
-
-fn accept_loop(server: Arc<ServerInner>, listener: TcpListener) {
-    let mut listener = Some(listener);
-    loop {
-        if server.is_shutdown() {
-            return;
-        }
-        let Some(l) = listener.as_ref() else {
-            // Refusing: not listening at all, so connects fail at once with
-            // "connection refused". Wait until told to listen again.
-            let mut state = server.listen.lock();
-            while state.refuse && !server.is_shutdown() {
-                server
-                    .listen_changed
-                    .wait_for(&mut state, Duration::from_millis(100));
-            }
-            drop(state);
-            if server.is_shutdown() {
-                return;
-            }
-            match rebind(server.addr) {
-                Some(l) => {
-                    listener = Some(l);
-                    server.listen.lock().listening = true;
-                    server.listen_changed.notify_all();
-                }
-                None => {
-                    log::warn!("fake server {}: cannot listen again", server.addr);
-                    return;
-                }
-            }
-            continue;
-        };
-        let stream = match l.accept() {
-            Ok((stream, _)) => stream,
-            Err(_) => {
-                std::thread::sleep(Duration::from_millis(5));
-                continue;
-            }
-        };
-        if server.is_shutdown() {
-            let _ = stream.shutdown(Shutdown::Both);
-            return;
-        }
-        if server.listen.lock().refuse {
-            let _ = stream.shutdown(Shutdown::Both);
-            listener = None;
-            server.listen.lock().listening = false;
-            server.listen_changed.notify_all();
-            continue;
-        }
-        if let Err(e) = admit(&server, stream) {
-            log::debug!("fake server {}: connection not admitted: {e}", server.addr);
-        }
-    }
-}
-
-fn rebind(addr: SocketAddr) -> Option<TcpListener> {
-    for _ in 0..200 {
-        if let Ok(l) = TcpListener::bind(addr) {
-            return Some(l);
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    None
-}
-
-fn admit(server: &Arc<ServerInner>, stream: TcpStream) -> io::Result<()> {
-    stream.set_nodelay(true)?;
-    stream.set_write_timeout(Some(WRITE_TIMEOUT))?;
-    let id = server.next_conn_id.fetch_add(1, Ordering::Relaxed);
-    let conn = Arc::new(ConnHandle::new(id, &stream)?);
-    server.conns.lock().insert(id, conn.clone());
-    let thread_server = server.clone();
-    let result = server.spawn(&format!("c{id}"), move || {
-        conn::serve(thread_server, conn, stream)
-    });
-    if result.is_err() {
-        server.conns.lock().remove(&id);
-    }
-    result
 }
 
 impl FakeServer {
     /// Starts a server with default settings (no password, opt-in accepted).
     pub fn start() -> io::Result<FakeServer> {
         FakeServer::builder().start()
+    }
+
+    /// Starts a server with default settings that serves TLS, under an issuer minted
+    /// for it ([`issuer`](Self::issuer) hands it to the test). To put several fakes
+    /// under one issuer, use [`FakeServerBuilder::tls`].
+    pub fn start_tls() -> io::Result<FakeServer> {
+        FakeServer::builder().tls(&FakeIssuer::new()?).start()
     }
 
     /// A builder for a server with a password, users, a replica role, …
@@ -369,6 +321,8 @@ impl FakeServer {
             replica: false,
             opt_in: OptIn::Accept,
             hello: HelloMode::Normal,
+            tls: None,
+            tls_names: Vec::new(),
         }
     }
 
@@ -382,9 +336,20 @@ impl FakeServer {
         self.inner.addr.port()
     }
 
-    /// `redis://127.0.0.1:<port>`, ready for `Client::connect`.
+    /// `redis://127.0.0.1:<port>`, ready for `Client::connect`; `rediss://…` when it
+    /// serves TLS (the client must then also trust [`issuer`](Self::issuer)).
     pub fn url(&self) -> String {
-        format!("redis://{}", self.inner.addr)
+        let scheme = if self.issuer.is_some() {
+            "rediss"
+        } else {
+            "redis"
+        };
+        format!("{scheme}://{}", self.inner.addr)
+    }
+
+    /// The issuer of its TLS certificate, to trust; `None` when it serves plain TCP.
+    pub fn issuer(&self) -> Option<&FakeIssuer> {
+        self.issuer.as_ref()
     }
 
     /// Changes how `CLIENT MAINT_NOTIFICATIONS` is answered from now on.

@@ -8,7 +8,7 @@ use std::sync::OnceLock;
 
 use super::reply::Reply;
 use super::session::Ctx;
-use super::{cluster, pubsub, transactions};
+use super::{cluster_cmds, pubsub, transactions};
 use super::{
     cmd_hashes, cmd_keys, cmd_lists, cmd_server, cmd_sets, cmd_strings, cmd_zsets, cmd_zsets_pop,
 };
@@ -142,15 +142,15 @@ static COMMANDS: &[Spec] = &[
         K0,
         super::maintenance::client_maint_notifications,
     ),
-    spec("asking", 1, 0, K0, cluster::asking),
-    spec("readonly", 1, 0, K0, cluster::readonly),
-    spec("readwrite", 1, 0, K0, cluster::readonly),
-    spec("cluster|slots", 2, 0, K0, cluster::cluster_slots),
-    spec("cluster|shards", 2, 0, K0, cluster::cluster_shards),
-    spec("cluster|nodes", 2, 0, K0, cluster::cluster_nodes),
-    spec("cluster|myid", 2, 0, K0, cluster::cluster_myid),
-    spec("cluster|keyslot", 3, 0, K0, cluster::cluster_keyslot),
-    spec("cluster|info", 2, 0, K0, cluster::cluster_info),
+    spec("asking", 1, 0, K0, cluster_cmds::asking),
+    spec("readonly", 1, 0, K0, cluster_cmds::readonly),
+    spec("readwrite", 1, 0, K0, cluster_cmds::readonly),
+    spec("cluster|slots", 2, 0, K0, cluster_cmds::cluster_slots),
+    spec("cluster|shards", 2, 0, K0, cluster_cmds::cluster_shards),
+    spec("cluster|nodes", 2, 0, K0, cluster_cmds::cluster_nodes),
+    spec("cluster|myid", 2, 0, K0, cluster_cmds::cluster_myid),
+    spec("cluster|keyslot", 3, 0, K0, cluster_cmds::cluster_keyslot),
+    spec("cluster|info", 2, 0, K0, cluster_cmds::cluster_info),
     // transactions
     spec("multi", 1, NO_QUEUE, K0, transactions::multi),
     spec("exec", 1, NO_QUEUE, K0, transactions::exec),

@@ -9,6 +9,7 @@ pub mod cluster;
 pub mod credentials;
 pub mod optin;
 pub mod sentinel;
+pub mod transport;
 
 use std::collections::BTreeSet;
 use std::net::{TcpListener, TcpStream};

@@ -17,7 +17,8 @@
 //! Observability: [`requests`](FakeRestApi::requests) (method, path and query; never the
 //! `Authorization` header) and [`unfiltered_reads`](FakeRestApi::unfiltered_reads).
 //!
-//! The certificate is minted with `rcgen`, an optional dependency enabled by the
+//! The certificate is minted with `rcgen` (by the testkit's `tls` module, which also
+//! mints [`FakeIssuer`](super::FakeIssuer)s), an optional dependency enabled by the
 //! `testkit` feature only: a fixed certificate checked into the source would expire,
 //! and would be the same private key for every user of the testkit.
 //!
@@ -55,11 +56,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use parking_lot::{Condvar, Mutex};
-use rustls::server::WebPkiClientVerifier;
-use rustls::{RootCertStore, ServerConfig};
-use rustls_pki_types::pem::PemObject;
-use rustls_pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 
+use super::tls;
 use api::{ApiState, Bdb, Switches};
 use server::Shared;
 
@@ -119,41 +117,13 @@ impl FakeRestApiBuilder {
         let (addr, redirect_addr) = (listener.local_addr()?, redirect.local_addr()?);
         // Self-signed, like port 9443 of a cluster, with a name of its own: two fakes
         // sharing one subject would look like issuers of each other's certificates.
-        let mut params =
-            rcgen::CertificateParams::new(vec!["localhost".to_string(), "127.0.0.1".to_string()])
-                .map_err(io::Error::other)?;
-        params.distinguished_name.push(
-            rcgen::DnType::CommonName,
-            format!("fake Redis Enterprise cluster {addr}"),
-        );
-        let signing_key = rcgen::KeyPair::generate().map_err(io::Error::other)?;
-        let cert = params.self_signed(&signing_key).map_err(io::Error::other)?;
-        let minted = rcgen::CertifiedKey { cert, signing_key };
-        let cert_der = minted.cert.der().to_vec();
-        let key =
-            PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(minted.signing_key.serialize_der()));
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let builder = ServerConfig::builder_with_provider(provider.clone())
-            .with_safe_default_protocol_versions()
-            .map_err(io::Error::other)?;
-        let builder = match &self.client_ca {
-            None => builder.with_no_client_auth(),
-            Some(pem) => {
-                let mut roots = RootCertStore::empty();
-                for c in CertificateDer::pem_slice_iter(pem) {
-                    roots
-                        .add(c.map_err(io::Error::other)?)
-                        .map_err(io::Error::other)?;
-                }
-                let verifier = WebPkiClientVerifier::builder_with_provider(roots.into(), provider)
-                    .build()
-                    .map_err(io::Error::other)?;
-                builder.with_client_cert_verifier(verifier)
-            }
-        };
-        let tls = builder
-            .with_single_cert(vec![CertificateDer::from(cert_der.clone())], key)
-            .map_err(io::Error::other)?;
+        let minted = tls::self_signed(format!("fake Redis Enterprise cluster {addr}"))?;
+        let cert_der = minted.der.to_vec();
+        let tls = tls::server_config(
+            vec![minted.der.clone()],
+            minted.key,
+            self.client_ca.as_deref(),
+        )?;
         let shared = Arc::new(Shared {
             api: ApiState {
                 credentials: Mutex::new((self.user, self.password)),
@@ -180,7 +150,7 @@ impl FakeRestApiBuilder {
             shared: shared.clone(),
             addr,
             redirect_addr,
-            cert_pem: minted.cert.pem(),
+            cert_pem: minted.pem,
             cert_der,
             next_uid: AtomicU64::new(1),
         };
