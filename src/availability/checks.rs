@@ -58,6 +58,10 @@ pub(crate) fn start(options: &GroupOptions, member: &GroupMember, kind: CheckKin
                 .and_then(|d| run_check(&check, &name, d))
                 .unwrap_or(ProbeResult::Inconclusive);
             metrics::check_completed(&name, check_label(kind), result.as_str());
+            // A failure with the connection down is the connection's to report (with its
+            // cause); the core waits for that report.
+            let connection_lost = result == ProbeResult::Unhealthy
+                && client.as_ref().is_some_and(|c| !c.is_connected());
             let input = match kind {
                 CheckKind::Health => Input::Health {
                     id,
@@ -65,6 +69,7 @@ pub(crate) fn start(options: &GroupOptions, member: &GroupMember, kind: CheckKin
                     latency: deployment
                         .filter(|_| result == ProbeResult::Healthy)
                         .and_then(|d| sample_latency(&name, &d, check.probe_timeout)),
+                    connection_lost,
                 },
                 CheckKind::Failback { epoch } => Input::Failback { id, epoch, result },
             };
@@ -80,6 +85,7 @@ pub(crate) fn start(options: &GroupOptions, member: &GroupMember, kind: CheckKin
                 id,
                 result: ProbeResult::Inconclusive,
                 latency: None,
+                connection_lost: false,
             },
             CheckKind::Failback { epoch } => Input::Failback {
                 id,

@@ -26,6 +26,7 @@ const POLL: Duration = Duration::from_millis(100);
 
 pub(crate) fn run(shared: Weak<GroupShared>, inbox: Receiver<Message>, mut core: Core) {
     let mut last_poll = Instant::now();
+    let mut seen_down = Vec::new();
     loop {
         let Some(group) = shared.upgrade() else {
             return;
@@ -57,7 +58,7 @@ pub(crate) fn run(shared: Weak<GroupShared>, inbox: Receiver<Message>, mut core:
                 .is_some_and(|d| d <= group.options.clock.now())
         {
             last_poll = Instant::now();
-            poll(&group, &mut core);
+            seen_down = poll(&group, &mut core, &seen_down);
         }
     }
 }
@@ -81,19 +82,46 @@ fn handle(group: &GroupShared, core: &mut Core, message: Message) {
     }
 }
 
+/// What the poll does about a member's connection as it finds it.
+#[derive(Debug, PartialEq, Eq)]
+enum Seen {
+    /// As the core knows it (or a first attempt still under way, which reports itself).
+    Known,
+    /// A change no signal reported: feed it.
+    Report,
+    /// Down, not yet reported: the signal that says why (a breaker trip, which the core
+    /// must announce as such) may be on its way, so only the next poll reports it.
+    DownOnce,
+}
+
+fn seen(settled: bool, known_up: bool, up: bool, down_at_last_poll: bool) -> Seen {
+    if (!settled && !up) || known_up == up {
+        Seen::Known
+    } else if up || down_at_last_poll {
+        Seen::Report
+    } else {
+        Seen::DownOnce
+    }
+}
+
 /// Looks at every member: connection changes no signal reported, stalled calls; and
-/// lets time-driven work run.
-fn poll(group: &GroupShared, core: &mut Core) {
+/// lets time-driven work run. Returns the members found down and not yet reported,
+/// for the next poll.
+fn poll(group: &GroupShared, core: &mut Core, down_at_last_poll: &[MemberId]) -> Vec<MemberId> {
     let members = group.members.read().clone();
+    let mut down_now = Vec::new();
     for m in &members {
         let Some(client) = m.client() else { continue };
         let up = client.is_connected();
-        // Not while a first attempt is under way (its own report settles it).
-        if core
-            .view(m.id())
-            .is_some_and(|v| (v.settled || up) && v.connected != up)
-        {
-            feed(group, core, Input::Connection { id: m.id(), up });
+        if let Some(view) = core.view(m.id()) {
+            let before = down_at_last_poll.contains(&m.id());
+            match seen(view.settled, view.connected, up, before) {
+                Seen::Known => {}
+                Seen::Report => {
+                    feed(group, core, Input::Connection { id: m.id(), up });
+                }
+                Seen::DownOnce => down_now.push(m.id()),
+            }
         }
         let stalled = client.stalled_for();
         if stalled >= group.options.stall_threshold {
@@ -108,6 +136,7 @@ fn poll(group: &GroupShared, core: &mut Core) {
         }
     }
     feed(group, core, Input::Tick);
+    down_now
 }
 
 /// Gives the core one input and carries out the step; returns whether it was accepted.
@@ -227,4 +256,33 @@ fn announce(group: &GroupShared, members: &[GroupMember], a: Announcement) {
         }
     };
     group.events.publish(event);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{seen, Seen};
+
+    /// A connection the poll finds down is reported at the next poll only, so the
+    /// member's own signal (which says whether a breaker tripped) comes first: the
+    /// race that announced a breaker's failover as `HealthCheck`.
+    #[test]
+    fn a_down_connection_is_left_one_poll_to_its_signal() {
+        // (settled, known up, up now, down at the last poll) -> what the poll does
+        let table = [
+            ((false, false, false, false), Seen::Known), // first attempt under way
+            ((false, false, true, false), Seen::Report), // first attempt up, unreported
+            ((true, true, true, false), Seen::Known),
+            ((true, false, false, true), Seen::Known), // the signal came in between
+            ((true, true, false, false), Seen::DownOnce),
+            ((true, true, false, true), Seen::Report), // no signal came: report it
+            ((true, false, true, false), Seen::Report), // back up: at once
+        ];
+        for ((settled, known_up, up, before), want) in table {
+            assert_eq!(
+                seen(settled, known_up, up, before),
+                want,
+                "{settled} {known_up} {up} {before}"
+            );
+        }
+    }
 }

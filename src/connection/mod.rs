@@ -728,8 +728,8 @@ impl Shared {
         }
     }
 
-    /// Fails the connection once: refuses new requests, wakes both threads, fails every
-    /// waiter, and tells the owner. Later calls are no-ops (the first reason wins).
+    /// Fails the connection once: refuses new requests, wakes both threads, tells the
+    /// owner, and fails every waiter. Later calls are no-ops (the first reason wins).
     fn fail(&self, kind: FailureKind, error: Error) {
         if self.closed.swap(true, Ordering::AcqRel) {
             return;
@@ -746,6 +746,12 @@ impl Shared {
             .with_endpoint(self.endpoint_text.clone())
             .with_failure(kind)
             .with_maintenance(self.timeouts.maintenance());
+        // The owner hears why before any waiter is failed: a waiter may be a group's
+        // health probe, whose failed verdict must not reach the group before the
+        // cause (a tripped breaker) does.
+        if let Some(handler) = &self.on_failure {
+            handler(&self.info, kind, &error);
+        }
         let drained = {
             let mut q = self.pending.lock();
             self.reader_wake.notify_all();
@@ -763,9 +769,6 @@ impl Shared {
                 "{}: connection failed ({kind:?}): {error}",
                 self.endpoint_text
             ),
-        }
-        if let Some(handler) = &self.on_failure {
-            handler(&self.info, kind, &error);
         }
     }
 }

@@ -65,6 +65,10 @@ pub(super) struct MemberState {
     /// cannot fail the member on its current one.
     pub connection_changes: u64,
     health_started_on: u64,
+    /// Counts failures, so a check that started before the latest one (and passed,
+    /// its probe having run before the trouble) cannot put the member back.
+    pub failures: u64,
+    health_started_after: u64,
     pub failback: Option<FailbackStanding>,
     /// How long it may be down while it fails over inside itself (a Sentinel or
     /// cluster member promoting a replica) before the group moves traffic.
@@ -90,6 +94,8 @@ impl MemberState {
             health_next: None,
             connection_changes: 0,
             health_started_on: 0,
+            failures: 0,
+            health_started_after: 0,
             local_failover: spec.local_failover,
             holding: None,
             failback: spec.failback_interval.map(|interval| FailbackStanding {
@@ -172,6 +178,7 @@ impl MemberState {
         }
         self.health_running = true;
         self.health_started_on = self.connection_changes;
+        self.health_started_after = self.failures;
         self.health_next = Some(now.checked_add(self.health_interval).unwrap_or(now));
         true
     }
@@ -179,6 +186,12 @@ impl MemberState {
     /// Whether the check that just finished ran on the member's current connection.
     pub(super) fn check_is_current(&self) -> bool {
         self.health_started_on == self.connection_changes
+    }
+
+    /// Whether the check that just finished started after the member's latest failure,
+    /// so that its pass says something about the member since then.
+    pub(super) fn check_is_after_failure(&self) -> bool {
+        self.health_started_after == self.failures
     }
 
     /// When its next check is due: health always, failback when `wants_failback`;

@@ -64,11 +64,13 @@ pub(crate) enum Input {
     /// A member's connection went up or down, or a first attempt finished (`up:
     /// false` then means it could not connect).
     Connection { id: MemberId, up: bool },
-    /// A health check finished.
+    /// A health check finished. `connection_lost`: it failed and the member's
+    /// connection was down when it did.
     Health {
         id: MemberId,
         result: ProbeResult,
         latency: Option<Duration>,
+        connection_lost: bool,
     },
     /// A failback check started in `epoch` finished.
     Failback {
@@ -209,7 +211,8 @@ impl Core {
                 id,
                 result,
                 latency,
-            } => self.health(now, id, result, latency, &mut step),
+                connection_lost,
+            } => self.health(now, id, result, latency, connection_lost, &mut step),
             Input::Failback { id, epoch, result } => {
                 let changed = self
                     .find_mut(id)
@@ -334,6 +337,7 @@ impl Core {
         id: MemberId,
         result: ProbeResult,
         latency: Option<Duration>,
+        connection_lost: bool,
         step: &mut Step,
     ) -> Option<ChangeReason> {
         let delay = self.settings.failback_delay;
@@ -348,6 +352,12 @@ impl Core {
             ProbeResult::Unhealthy if !m.check_is_current() && m.connected => {
                 Some(ChangeReason::Rebalance)
             }
+            // Failed because the connection went away, which the member has not reported
+            // yet: its report decides, with the cause (a tripped breaker must be
+            // announced as such, not as a failed check).
+            ProbeResult::Unhealthy if connection_lost && m.connected => {
+                Some(ChangeReason::Rebalance)
+            }
             // Down while failing over inside itself: the hold decides, not the probe.
             ProbeResult::Unhealthy if m.holding.is_some() => Some(ChangeReason::Rebalance),
             ProbeResult::Unhealthy => {
@@ -357,6 +367,19 @@ impl Core {
             }
             // "Could not tell" is no failure: for liveness it counts like a pass (only
             // the failback check demands Healthy).
+            // A pass from a check that started before the latest failure (a breaker that
+            // tripped, a connection lost while the probe ran) is stale: the member stays
+            // out. After a lost connection its reconnect asked for a check, which this
+            // stale one held back: that one starts now. A tripped member waits for its
+            // next interval, as after any trip.
+            ProbeResult::Healthy | ProbeResult::Inconclusive
+                if m.unhealthy && !m.check_is_after_failure() =>
+            {
+                if !m.tripped && m.connected {
+                    m.check_now(now);
+                }
+                Some(ChangeReason::Rebalance)
+            }
             ProbeResult::Healthy | ProbeResult::Inconclusive => {
                 if m.unhealthy && failback_due(m.last_failure, now, delay) {
                     m.unhealthy = false;
@@ -374,6 +397,7 @@ impl Core {
     fn fail(&mut self, now: Instant, id: MemberId, step: &mut Step) {
         if let Some(m) = self.find_mut(id) {
             m.last_failure = Some(now);
+            m.failures += 1;
             if !std::mem::replace(&mut m.unhealthy, true) {
                 step.announce(Announcement::Health { id, healthy: false });
             }

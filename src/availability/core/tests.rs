@@ -69,6 +69,7 @@ impl Table {
             id,
             result,
             latency: None,
+            connection_lost: false,
         })
     }
 
@@ -235,7 +236,62 @@ fn an_inconclusive_check_brings_a_member_back_like_a_healthy_one() {
     let mut t = Table::up(&[10, 5]);
     t.input(Input::BreakerTripped(1));
     assert_eq!(t.active(), Some(2));
+    t.at(5 * SEC);
+    assert!(checks(&t.input(Input::Tick)).contains(&(1, CheckKind::Health)));
     let s = t.health(1, Inconclusive);
+    assert_eq!(changes(&s), vec![(Some(2), Some(1), R::Failback)]);
+}
+
+/// A check that failed because the connection went away (a breaker closed it) before
+/// the member's own report arrived leaves the decision to that report, so the
+/// failover is announced with its cause.
+#[test]
+fn a_check_failed_by_a_lost_connection_waits_for_the_connections_own_report() {
+    let mut t = Table::up(&[10, 5]);
+    t.at(5 * SEC);
+    assert!(checks(&t.input(Input::Tick)).contains(&(1, CheckKind::Health)));
+    let s = t.input(Input::Health {
+        id: 1,
+        result: Unhealthy,
+        latency: None,
+        connection_lost: true,
+    });
+    assert!(changes(&s).is_empty(), "{:?}", changes(&s));
+    let s = t.input(Input::BreakerTripped(1));
+    assert_eq!(changes(&s), vec![(Some(1), Some(2), R::CircuitBreaker)]);
+    // Known down already: the failed check counts as ever.
+    t.input(Input::Connection { id: 1, up: false });
+    t.at(10 * SEC);
+    t.input(Input::Tick);
+    let s = t.input(Input::Health {
+        id: 1,
+        result: Unhealthy,
+        latency: None,
+        connection_lost: true,
+    });
+    assert!(
+        t.core.view(1).is_some_and(|v| v.unhealthy),
+        "{:?}",
+        changes(&s)
+    );
+}
+
+/// A check that started before a breaker tripped and passes after it (its probe ran
+/// before the trouble, or does not exercise what failed) is stale: the member stays
+/// out until a check that started after the trip passes.
+#[test]
+fn a_pass_from_a_check_started_before_the_trip_does_not_bring_the_member_back() {
+    let mut t = Table::up(&[10, 5]);
+    t.at(5 * SEC);
+    assert!(checks(&t.input(Input::Tick)).contains(&(1, CheckKind::Health)));
+    t.input(Input::BreakerTripped(1));
+    assert_eq!(t.active(), Some(2));
+    let s = t.health(1, Healthy);
+    assert!(changes(&s).is_empty(), "{:?}", changes(&s));
+    assert_eq!(t.active(), Some(2));
+    t.at(10 * SEC);
+    assert!(checks(&t.input(Input::Tick)).contains(&(1, CheckKind::Health)));
+    let s = t.health(1, Healthy);
     assert_eq!(changes(&s), vec![(Some(2), Some(1), R::Failback)]);
 }
 
@@ -349,11 +405,13 @@ fn health_checks_follow_the_interval_and_latency_ranks_equal_weights() {
         id: 1,
         result: Healthy,
         latency: Some(Duration::from_millis(80)),
+        connection_lost: false,
     });
     t.input(Input::Health {
         id: 2,
         result: Healthy,
         latency: Some(Duration::from_millis(20)),
+        connection_lost: false,
     });
     assert_eq!(t.active(), Some(2), "lower latency wins");
     assert_eq!(t.core.next_due(), Some(t.t0 + 5 * SEC));
@@ -420,6 +478,11 @@ fn a_member_back_from_an_outage_is_held_off_until_its_failback_check_passes() {
     assert_eq!(t.active(), Some(2));
     t.at(2 * SEC);
     t.input(Input::Connection { id: 1, up: true });
+    // The check that was under way when it left passes: stale, and the check its
+    // reconnect asked for starts at once.
+    let s = t.health(1, Healthy);
+    assert_eq!(checks(&s), vec![(1, CheckKind::Health)]);
+    assert_eq!(t.active(), Some(2));
     // Back and healthy, but behind until asked: its earlier verdict was forgotten, and
     // it is asked as soon as it is live again.
     let s = t.health(1, Healthy);
