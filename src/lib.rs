@@ -105,7 +105,7 @@ pub use client::{
     Client, ClientEvent, ClientStatus, ClusterStats, IntoOptions, NodeStatus, EVENT_QUEUE_BOUND,
 };
 pub use commands::{
-    ArgWriter, Batch, Cmd, CmdBuilder, CommandFlags, Commands, Database, FromValue, Handle,
+    ArgWriter, Batch, BatchReply, Cmd, CmdBuilder, CommandFlags, Commands, Database, FromValue,
     HashCommands, KeyCommands, ListCommands, ListEnd, RetryCategory, Script, ScriptingCommands,
     ServerCommands, SetCommands, SetOptions, SortedSetCommands, StreamCommands, StreamEntry,
     StringCommands, ToArgs, Transaction,

@@ -13,11 +13,11 @@ use crossbeam_channel::{bounded, Receiver};
 use super::checks::{failback_check, health_check};
 use super::core::{Core, Input, MemberSpec, Settings, START_GRACE};
 use super::events::GroupEvent;
+use super::group_supervisor;
 use super::inbox::{ask, Message, INBOX_BOUND};
 use super::member::{GroupMember, Member};
 use super::options::GroupOptions;
-use super::shared::{GroupShared, Handle};
-use super::supervisor;
+use super::shared::{GroupGuard, GroupShared};
 use crate::client::{Client, MemberSetup};
 use crate::clock::deadline_after;
 use crate::commands::Database;
@@ -43,7 +43,7 @@ use crate::error::{Error, ErrorKind, Result};
 /// ```
 #[derive(Clone)]
 pub struct Group {
-    handle: Arc<Handle>,
+    guard: Arc<GroupGuard>,
 }
 
 impl std::fmt::Debug for Group {
@@ -93,12 +93,12 @@ impl Group {
         let shared = Arc::new(GroupShared::new(options, inbox));
         // From here on, dropping `group` closes everything started so far.
         let group = Group {
-            handle: Arc::new(Handle(shared.clone())),
+            guard: Arc::new(GroupGuard(shared.clone())),
         };
         let weak = Arc::downgrade(&shared);
         let thread = std::thread::Builder::new()
             .name("rr-group-supervisor".to_string())
-            .spawn(move || supervisor::run(weak, inbox_rx, core))
+            .spawn(move || group_supervisor::run(weak, inbox_rx, core))
             .map_err(|e| Error::new(ErrorKind::Io, format!("cannot start the supervisor: {e}")))?;
         *shared.supervisor.lock() = Some(thread);
         // Returned once the first choice is announced, so an events() receiver taken
@@ -138,13 +138,13 @@ impl Group {
     }
 
     fn shared(&self) -> &Arc<GroupShared> {
-        &self.handle.0
+        &self.guard.0
     }
 
     /// A handle for commands, always routed to the active member.
     pub fn database(&self) -> Database {
-        Database::new(Arc::new(super::router::GroupRouter::new(
-            self.handle.clone(),
+        Database::new(Arc::new(super::group_router::GroupRouter::new(
+            self.guard.clone(),
         )))
     }
 
@@ -152,7 +152,7 @@ impl Group {
     /// member only, publishes to the active member: pub/sub as if talking to the
     /// active member alone.
     pub fn subscriber(&self) -> super::pubsub::GroupSubscriber {
-        super::pubsub::GroupSubscriber::new(self.handle.clone(), self.database())
+        super::pubsub::GroupSubscriber::new(self.guard.clone(), self.database())
     }
 
     /// The members, as passed in (and added since).

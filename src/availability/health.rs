@@ -5,7 +5,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::probes::Ping;
+use super::builtin_probes::Ping;
 use super::target::{Probe, ProbeResult, ProbeTarget};
 use crate::client::{Deployment, Node};
 use crate::config::Endpoint;

@@ -5,21 +5,21 @@
 //! Owns: which member serves. Must never: block a caller or another member's checks on
 //! one member's probe, or let a slow event consumer delay selection.
 
+mod builtin_probes;
 mod checks;
 mod core;
 mod events;
 mod group;
+mod group_router;
+mod group_supervisor;
 mod health;
 mod inbox;
 pub mod lag_aware;
 mod member;
 mod options;
-mod probes;
 mod pubsub;
-mod router;
 mod shared;
 mod status;
-mod supervisor;
 mod target;
 
 // The breaker, retry and fault policies live in `policy`, below `connection`; their
@@ -28,6 +28,7 @@ pub use crate::policy::{
     Accumulator, BreakerPolicy, CircuitBreaker, FaultContext, RetryDecision, RetryPolicy,
 };
 
+pub use builtin_probes::{IsConnected, KeyWrite, Ping, StringSet};
 pub use events::{ChangeReason, GroupEvent};
 pub use group::Group;
 pub use health::{
@@ -39,7 +40,6 @@ pub use lag_aware::{
 };
 pub use member::{GroupMember, Member};
 pub use options::GroupOptions;
-pub use probes::{IsConnected, KeyWrite, Ping, StringSet};
 pub use pubsub::{GroupCallbackSubscription, GroupSubscriber, GroupSubscription};
 pub use status::{GroupStatus, MemberStatus};
 pub use target::{Probe, ProbeResult, ProbeTarget};

@@ -12,7 +12,7 @@ use crossbeam_channel::{bounded, Receiver, Select, Sender};
 use parking_lot::Mutex;
 
 use super::member::GroupMember;
-use super::shared::{Handle, MemberFollower};
+use super::shared::{GroupGuard, MemberFollower};
 use crate::commands::{Cmd, Database, RetryCategory};
 use crate::error::{Error, ErrorKind, Result};
 use crate::pubsub::{Message, MessageKind, Subscription};
@@ -21,7 +21,7 @@ use crate::pubsub::{Message, MessageKind, Subscription};
 /// same calls as [`crate::pubsub::Subscriber`].
 #[derive(Clone)]
 pub struct GroupSubscriber {
-    handle: Arc<Handle>,
+    guard: Arc<GroupGuard>,
     db: Database,
 }
 
@@ -32,8 +32,8 @@ impl std::fmt::Debug for GroupSubscriber {
 }
 
 impl GroupSubscriber {
-    pub(crate) fn new(handle: Arc<Handle>, db: Database) -> GroupSubscriber {
-        GroupSubscriber { handle, db }
+    pub(crate) fn new(guard: Arc<GroupGuard>, db: Database) -> GroupSubscriber {
+        GroupSubscriber { guard, db }
     }
 
     /// `SUBSCRIBE` on every member; returns once the active member confirmed it.
@@ -100,7 +100,7 @@ impl GroupSubscriber {
     }
 
     fn add(&self, kind: MessageKind, name: &[u8]) -> Result<GroupSubscription> {
-        let group = &self.handle.0;
+        let group = &self.guard.0;
         let (changed_tx, changed_rx) = bounded(1);
         let parts = Arc::new(Parts {
             kind,
@@ -127,7 +127,7 @@ impl GroupSubscriber {
             parts.insert(member.id(), part);
         }
         Ok(GroupSubscription {
-            handle: self.handle.clone(),
+            guard: self.guard.clone(),
             parts,
         })
     }
@@ -192,7 +192,7 @@ impl MemberFollower for Parts {
 
 /// A subscription on every member, delivering the active member's messages only.
 pub struct GroupSubscription {
-    handle: Arc<Handle>,
+    guard: Arc<GroupGuard>,
     parts: Arc<Parts>,
 }
 
@@ -250,7 +250,7 @@ impl GroupSubscription {
     pub fn unsubscribe(self) {}
 
     fn next(&self, deadline: Option<Instant>) -> Result<Message> {
-        let group = &self.handle.0;
+        let group = &self.guard.0;
         loop {
             if self.parts.ended.load(Ordering::Acquire) || group.is_closed() {
                 return Err(Error::new(ErrorKind::Closed, "the subscription has ended"));

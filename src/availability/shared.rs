@@ -199,10 +199,11 @@ impl GroupShared {
     }
 }
 
-/// Dropping the last handle (group, databases, subscribers) closes the group.
-pub(crate) struct Handle(pub(crate) Arc<GroupShared>);
+/// Dropping the last guard (held by the group, its databases and subscribers) closes
+/// the group.
+pub(crate) struct GroupGuard(pub(crate) Arc<GroupShared>);
 
-impl Drop for Handle {
+impl Drop for GroupGuard {
     fn drop(&mut self) {
         self.0.close();
     }

@@ -13,7 +13,7 @@ use crate::client::cluster::key_slot;
 use crate::client::{Deployment, Node};
 use crate::commands::{Cmd, FromValue};
 use crate::config::Endpoint;
-use crate::connection::slot::Outcome;
+use crate::connection::reply_slot::Outcome;
 use crate::connection::Deadline;
 use crate::error::{Error, ErrorKind, Result};
 

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use parking_lot::{Condvar, Mutex};
 
 use crate::clock::deadline_after;
-use crate::connection::slot::Outcome;
+use crate::connection::reply_slot::Outcome;
 use crate::connection::{Connection, ConnectionConfig, Deadline, RequestError};
 use crate::error::{Error, ErrorKind, FailureKind, Result};
 use crate::resp::Value;

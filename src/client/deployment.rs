@@ -9,7 +9,7 @@ use parking_lot::RwLock;
 
 use super::cluster::ClusterState;
 use super::events::{ClientEvent, EventBus};
-use super::handoff::NodeHandoff;
+use super::maintenance::NodeMaintenance;
 use super::node::Node;
 use super::roles::Roles;
 use super::supervisor::Wake;
@@ -210,12 +210,12 @@ impl Deployment {
         // before a reconnect still covers the commands waiting for it.
         let timeouts = Arc::new(ServerTimeouts::new(clock::system()));
         let maint = Arc::new(ServerMaintenance::new(timeouts.clone(), &options));
-        let handoff = Arc::new(NodeHandoff::new(endpoint.clone()));
+        let maintenance = Arc::new(NodeMaintenance::new(endpoint.clone()));
         let dispatch = || MaintDispatch {
             server: maint.clone(),
             ring: self.maint_ring.clone(),
             events: self.events.clone(),
-            handoff: handoff.clone(),
+            maintenance: maintenance.clone(),
             wake: self.wake.clone(),
         };
         let config = ConnectionConfig {
@@ -255,7 +255,7 @@ impl Deployment {
             config,
             pubsub_config,
             self.events.clone(),
-            handoff,
+            maintenance,
         )))
     }
 }
@@ -306,7 +306,7 @@ struct MaintDispatch {
     server: Arc<ServerMaintenance>,
     ring: Arc<EventRing>,
     events: Arc<EventBus<ClientEvent>>,
-    handoff: Arc<NodeHandoff>,
+    maintenance: Arc<NodeMaintenance>,
     wake: Sender<Wake>,
 }
 
@@ -316,7 +316,7 @@ impl MaintDispatch {
         match self.server.on_push_fresh(&self.ring, &info.endpoint, frame) {
             Ok(Some((event, raise))) => {
                 // New for this server, raised or not: each node acts on its own copy.
-                let work = self.handoff.offer(&event, info.peer);
+                let work = self.maintenance.offer(&event, info.peer);
                 if raise {
                     self.events.publish(ClientEvent::Maintenance(event));
                 }

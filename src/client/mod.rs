@@ -8,8 +8,8 @@ mod blocking;
 pub mod cluster;
 mod deployment;
 pub(crate) mod events;
-mod handoff;
 mod link;
+mod maintenance;
 pub(crate) mod node;
 mod reauth;
 pub(crate) mod roles;
@@ -32,7 +32,7 @@ pub use cluster::ClusterStats;
 pub use status::{ClientStatus, NodeStatus};
 
 use crate::config::{Endpoint, Options};
-use crate::connection::slot::Outcome;
+use crate::connection::reply_slot::Outcome;
 use crate::connection::{Connection, Deadline};
 use crate::error::{Error, ErrorKind, Result};
 use crate::pubsub::{Publisher, Subscriber};
@@ -94,23 +94,24 @@ impl IntoOptions for &String {
 /// ```
 #[derive(Clone)]
 pub struct Client {
-    handle: Arc<ClientHandle>,
+    guard: Arc<ClientGuard>,
 }
 
 impl std::fmt::Debug for Client {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Client")
-            .field("options", &self.handle.inner.options.to_string())
+            .field("options", &self.guard.inner.options.to_string())
             .finish()
     }
 }
 
-/// Dropping the last handle shuts the client down.
-pub(crate) struct ClientHandle {
+/// Dropping the last guard (held by the client, its databases and subscribers) shuts
+/// the client down.
+pub(crate) struct ClientGuard {
     pub(crate) inner: Arc<ClientInner>,
 }
 
-impl Drop for ClientHandle {
+impl Drop for ClientGuard {
     fn drop(&mut self) {
         self.inner.shutdown();
     }
@@ -227,7 +228,7 @@ impl Client {
             closed: AtomicBool::new(false),
         });
         Ok(Client {
-            handle: Arc::new(ClientHandle { inner }),
+            guard: Arc::new(ClientGuard { inner }),
         })
     }
 
@@ -236,23 +237,23 @@ impl Client {
 
     /// The router behind this client's `Database`s.
     pub(crate) fn router(&self) -> Arc<dyn Router> {
-        Arc::new(router::DeploymentRouter::new(self.handle.clone()))
+        Arc::new(router::DeploymentRouter::new(self.guard.clone()))
     }
 
     /// A `Subscriber` whose `PUBLISH` goes through `publisher`.
     pub(crate) fn subscriber_publishing_to(&self, publisher: Arc<dyn Publisher>) -> Subscriber {
         Subscriber::new(
-            self.handle.inner.deployment.registry.clone(),
-            Arc::new(router::DeploymentRouter::new(self.handle.clone())),
+            self.guard.inner.deployment.registry.clone(),
+            Arc::new(router::DeploymentRouter::new(self.guard.clone())),
             publisher,
-            self.handle.inner.options.command_timeout,
+            self.guard.inner.options.command_timeout,
         )
     }
 
     /// A new receiver of this client's events (bounded: a slow reader loses the
     /// newest events rather than slowing the client; see [`EVENT_QUEUE_BOUND`]).
     pub fn events(&self) -> Receiver<ClientEvent> {
-        self.handle.inner.deployment.events.subscribe()
+        self.guard.inner.deployment.events.subscribe()
     }
 
     /// The credentials generation (see
@@ -269,26 +270,26 @@ impl Client {
     /// connection, and so its credentials, until it returns: with a block time of `0`
     /// the generation does not move until then.
     pub fn credentials_generation(&self) -> Option<u64> {
-        reauth::floor(&self.handle.inner.deployment).map(|(generation, _)| generation)
+        reauth::floor(&self.guard.inner.deployment).map(|(generation, _)| generation)
     }
 
     /// The options in force: the ones given, with the defaults of their provider (see
     /// [`Options::provider`]) filled in where nothing was set. Their `Display` still
     /// writes none of the provider's values.
     pub fn options(&self) -> &Options {
-        &self.handle.inner.options
+        &self.guard.inner.options
     }
 
     /// Whether the interactive connection is up (for a cluster: to every known node).
     pub fn is_connected(&self) -> bool {
-        self.handle.inner.deployment.is_connected()
+        self.guard.inner.deployment.is_connected()
     }
 
     /// Maintenance-notification state per server: whether the interactive connection
     /// is up and opted in (re-armed on every reconnect), and which announced
     /// maintenance has timeouts relaxed now. See [`crate::maintenance`].
     pub fn maintenance_status(&self) -> Vec<crate::maintenance::MaintenanceStatus> {
-        self.handle
+        self.guard
             .inner
             .deployment
             .nodes()
@@ -300,8 +301,8 @@ impl Client {
                     connected: conn.is_some(),
                     opted_in: conn.is_some_and(|c| c.maint_notifications()),
                     in_force: n.interactive.config.timeouts.maintenance(),
-                    handoffs: n.handoff.stats(),
-                    last_handoff: n.handoff.last(),
+                    handoffs: n.maintenance.stats(),
+                    last_handoff: n.maintenance.last(),
                 }
             })
             .collect()
@@ -315,13 +316,13 @@ impl Client {
 
     /// Whether this client talks to a Redis Cluster.
     pub fn is_cluster(&self) -> bool {
-        self.handle.inner.deployment.cluster().is_some()
+        self.guard.inner.deployment.cluster().is_some()
     }
 
     /// Cluster counters (redirects followed, refreshes, retirements); `None` when the
     /// deployment is not a cluster.
     pub fn cluster_stats(&self) -> Option<ClusterStats> {
-        self.handle.inner.deployment.cluster().map(|c| c.stats())
+        self.guard.inner.deployment.cluster().map(|c| c.stats())
     }
 
     /// Re-reads the cluster topology now, on the calling thread (after resharding, for
@@ -329,7 +330,7 @@ impl Client {
     /// periodically. Does nothing for a standalone server. An error when no node could
     /// tell the topology (the map stays as it was).
     pub fn refresh_topology(&self) -> Result<()> {
-        let deployment = &self.handle.inner.deployment;
+        let deployment = &self.guard.inner.deployment;
         if let Some(state) = deployment.cluster() {
             let applied = cluster::refresh(deployment, &state);
             for endpoint in state.finish_retirements() {
@@ -346,13 +347,13 @@ impl Client {
     }
 
     pub(crate) fn deployment(&self) -> &Arc<Deployment> {
-        &self.handle.inner.deployment
+        &self.guard.inner.deployment
     }
 
     /// The longest any interactive connection's oldest call in flight has gone
     /// without a reply byte (zero when nothing is in flight). Cheap: no IO.
     pub(crate) fn stalled_for(&self) -> std::time::Duration {
-        self.handle
+        self.guard
             .inner
             .deployment
             .nodes()
@@ -369,7 +370,7 @@ impl Client {
     /// other connections to those servers go too (see [`node::Node::found_hung`]), so
     /// the member's subscriptions are live again before traffic can fail back to it.
     pub(crate) fn abandon_stalled(&self, threshold: std::time::Duration) {
-        for node in self.handle.inner.deployment.nodes() {
+        for node in self.guard.inner.deployment.nodes() {
             let Some(conn) = node.current() else { continue };
             let stalled = conn.stalled_for();
             if stalled >= threshold {
@@ -386,7 +387,7 @@ impl Client {
     /// Why the client is not connected, when it is not: the last connection attempt's
     /// error of the first server that is down (refused, DNS, TLS, authentication).
     pub(crate) fn last_connect_error(&self) -> Option<Error> {
-        self.handle
+        self.guard
             .inner
             .deployment
             .nodes()
@@ -398,12 +399,12 @@ impl Client {
     /// Starts closing without waiting for the supervisor thread (a group stops every
     /// member first, then waits for them all, so hung dials overlap).
     pub(crate) fn stop(&self) {
-        self.handle.inner.stop();
+        self.guard.inner.stop();
     }
 
     /// The endpoints of every node known now.
     pub fn nodes(&self) -> Vec<Endpoint> {
-        self.handle
+        self.guard
             .inner
             .deployment
             .nodes()
@@ -415,7 +416,7 @@ impl Client {
     /// Closes every connection and ends every thread of this client; commands fail
     /// with `ErrorKind::Closed` afterwards. Idempotent.
     pub fn close(&self) {
-        self.handle.inner.shutdown();
+        self.guard.inner.shutdown();
     }
 }
 

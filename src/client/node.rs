@@ -14,10 +14,10 @@ use parking_lot::{Condvar, Mutex};
 
 use super::blocking::BlockingPool;
 use super::events::{ClientEvent, EventBus};
-use super::handoff::NodeHandoff;
 use super::link::{why_disconnected, Link};
+use super::maintenance::NodeMaintenance;
 use crate::config::{BacklogPolicy, Endpoint};
-use crate::connection::slot::Outcome;
+use crate::connection::reply_slot::Outcome;
 use crate::connection::{Connection, ConnectionConfig, Deadline, RequestError};
 use crate::error::{Error, ErrorKind, FailureKind, Result};
 use crate::metrics;
@@ -36,7 +36,7 @@ pub(crate) struct Node {
     closed: AtomicBool,
     pub(crate) events: Arc<EventBus<ClientEvent>>,
     /// Maintenance actions (MOVING handoff, MIGRATED check, SMIGRATED slots).
-    pub(crate) handoff: Arc<NodeHandoff>,
+    pub(crate) maintenance: Arc<NodeMaintenance>,
 }
 
 impl Node {
@@ -44,7 +44,7 @@ impl Node {
         config: ConnectionConfig,
         pubsub_config: ConnectionConfig,
         events: Arc<EventBus<ClientEvent>>,
-        handoff: Arc<NodeHandoff>,
+        maintenance: Arc<NodeMaintenance>,
     ) -> Node {
         let blocking = Arc::new(BlockingPool::new(config.clone()));
         Node {
@@ -57,7 +57,7 @@ impl Node {
             blocking,
             closed: AtomicBool::new(false),
             events,
-            handoff,
+            maintenance,
         }
     }
 
@@ -317,7 +317,7 @@ impl Node {
     /// Closes every connection and wakes every waiter; nothing reconnects afterwards.
     pub(crate) fn close(&self) {
         self.closed.store(true, Ordering::Release);
-        self.handoff.cancel();
+        self.maintenance.cancel();
         {
             // Taken so an on-demand open in progress finishes before we close.
             let _open = self.pubsub.open_lock.lock();

@@ -37,7 +37,7 @@ use super::node::Node;
 use super::supervisor::Wake;
 use crate::config::{CredentialsProvider, Protocol};
 use crate::connection::census::AuthCensus;
-use crate::connection::slot::Outcome;
+use crate::connection::reply_slot::Outcome;
 use crate::connection::{Connection, RequestError};
 use crate::error::Error;
 use crate::resp::{write_arg, write_command_header};

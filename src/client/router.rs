@@ -10,10 +10,10 @@ use std::time::{Duration, Instant};
 use super::blocking::Lease;
 use super::cluster::ClusterRouter;
 use super::roles::{is_readonly, Roles};
-use super::{ClientHandle, Deployment};
+use super::{ClientGuard, Deployment};
 use crate::command::{Cmd, RetryCategory};
 use crate::config::BacklogPolicy;
-use crate::connection::slot::Outcome;
+use crate::connection::reply_slot::Outcome;
 use crate::connection::{CallTimeout, Deadline};
 use crate::error::{Error, ErrorKind, FailureKind, Result};
 use crate::pubsub::{Key, PubSubLinks};
@@ -60,17 +60,17 @@ pub(crate) trait Router: Send + Sync {
 }
 
 pub(crate) struct DeploymentRouter {
-    // Holding the handle keeps the client alive while any `Database` exists.
-    handle: Arc<ClientHandle>,
+    // Holding the guard keeps the client alive while any `Database` exists.
+    guard: Arc<ClientGuard>,
 }
 
 impl DeploymentRouter {
-    pub(crate) fn new(handle: Arc<ClientHandle>) -> DeploymentRouter {
-        DeploymentRouter { handle }
+    pub(crate) fn new(guard: Arc<ClientGuard>) -> DeploymentRouter {
+        DeploymentRouter { guard }
     }
 
     fn primary(&self) -> Result<Arc<super::node::Node>> {
-        self.handle
+        self.guard
             .inner
             .deployment
             .primary()
@@ -80,7 +80,7 @@ impl DeploymentRouter {
 
 impl Router for DeploymentRouter {
     fn send(&self, cmd: &Cmd, call: CallTimeout) -> Result<Value> {
-        let deployment = &self.handle.inner.deployment;
+        let deployment = &self.guard.inner.deployment;
         if let Some(state) = deployment.cluster() {
             return ClusterRouter::new(deployment, &state).send(cmd, call);
         }
@@ -114,7 +114,7 @@ impl Router for DeploymentRouter {
     }
 
     fn send_many(&self, cmds: &[Cmd], call: CallTimeout, atomic: bool) -> Result<Vec<Value>> {
-        let deployment = &self.handle.inner.deployment;
+        let deployment = &self.guard.inner.deployment;
         if let Some(state) = deployment.cluster() {
             return ClusterRouter::new(deployment, &state).send_many(cmds, call, atomic);
         }
@@ -146,7 +146,7 @@ impl Router for DeploymentRouter {
 
 impl DeploymentRouter {
     fn lease(&self, key: Option<&[u8]>, timeout: Option<Duration>) -> Result<Arc<dyn Router>> {
-        let deployment = &self.handle.inner.deployment;
+        let deployment = &self.guard.inner.deployment;
         let timeout = timeout.unwrap_or(deployment.options.command_timeout);
         let node = match (deployment.cluster(), key) {
             (Some(state), Some(key)) => {
@@ -161,7 +161,7 @@ impl DeploymentRouter {
         Ok(Arc::new(LeasedRouter {
             lease: node.blocking.lease_for(timeout)?,
             timeout,
-            _handle: self.handle.clone(),
+            _guard: self.guard.clone(),
         }))
     }
 }
@@ -170,7 +170,7 @@ impl DeploymentRouter {
 struct LeasedRouter {
     lease: Lease,
     timeout: Duration,
-    _handle: Arc<ClientHandle>,
+    _guard: Arc<ClientGuard>,
 }
 
 impl Router for LeasedRouter {
@@ -203,7 +203,7 @@ impl Router for LeasedRouter {
 
 impl PubSubLinks for DeploymentRouter {
     fn send(&self, key: &Key, subscribe: bool) -> Result<()> {
-        let deployment = &self.handle.inner.deployment;
+        let deployment = &self.guard.inner.deployment;
         if let Some(state) = deployment.cluster() {
             return ClusterRouter::new(deployment, &state).subscription(key, subscribe);
         }

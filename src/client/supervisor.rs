@@ -15,11 +15,11 @@ use std::collections::HashMap;
 use super::cluster;
 use super::deployment::Deployment;
 use super::events::ClientEvent;
-use super::handoff;
 use super::link::Link;
+use super::maintenance;
 use super::node::Node;
 use crate::config::Endpoint;
-use crate::connection::slot::Slot;
+use crate::connection::reply_slot::ReplySlot;
 use crate::connection::Connection;
 use crate::metrics;
 use crate::pubsub::Key;
@@ -50,7 +50,7 @@ const DEAD_GRACE: Duration = Duration::from_millis(500);
 
 /// Outstanding heartbeats of one deployment: per node endpoint, one per connection.
 #[derive(Default)]
-pub(crate) struct Heartbeats(HashMap<Endpoint, [Option<Arc<Slot>>; 2]>);
+pub(crate) struct Heartbeats(HashMap<Endpoint, [Option<Arc<ReplySlot>>; 2]>);
 
 /// The supervisor loop of a client (a group member's too: each member has its own,
 /// so one member's reconnect never delays another's).
@@ -159,17 +159,17 @@ pub(crate) fn tick(deployment: &Arc<Deployment>, heartbeats: &mut Heartbeats) {
 /// moved (cheap: no waiting, the refresh it asks for is scheduled).
 fn maintenance_pass(deployment: &Deployment, nodes: &[Arc<Node>]) {
     for node in nodes {
-        let migrations = node.handoff.take_migrations();
+        let migrations = node.maintenance.take_migrations();
         if !migrations.is_empty() {
             match deployment.cluster() {
-                Some(state) => cluster::on_smigrated(&state, node, migrations),
+                Some(state) => maintenance::on_smigrated(&state, node, migrations),
                 None => log::debug!("{}: SMIGRATED outside a cluster ignored", node.endpoint),
             }
         }
-        if !node.is_closed() && node.handoff.claim_worker() {
-            handoff::worker::spawn(
+        if !node.is_closed() && node.maintenance.claim_worker() {
+            maintenance::worker::spawn(
                 node.clone(),
-                handoff::worker::Ctx {
+                maintenance::worker::Ctx {
                     options: deployment.options.clone(),
                     events: deployment.events.clone(),
                     cluster: deployment.cluster(),
@@ -210,7 +210,7 @@ fn watch(
     node: &Node,
     link: &Link,
     conn: &Arc<Connection>,
-    heartbeat: &mut Option<Arc<Slot>>,
+    heartbeat: &mut Option<Arc<ReplySlot>>,
 ) -> Option<Duration> {
     if conn.is_unresponsive(DEAD_GRACE) {
         log::warn!(

@@ -2,7 +2,7 @@
 //!
 //! Both queue commands and send them in one contiguous write, so on the shared
 //! multiplexed connection no other caller's command can land between `MULTI` and
-//! `EXEC`. Each queued command returns a `Handle` that yields its reply afterwards.
+//! `EXEC`. Each queued command returns a `BatchReply` that yields its reply afterwards.
 
 use std::cell::RefCell;
 use std::marker::PhantomData;
@@ -26,13 +26,13 @@ struct Results {
 }
 
 /// The future reply of one command queued in a batch or transaction.
-pub struct Handle<T> {
+pub struct BatchReply<T> {
     results: Arc<Mutex<Results>>,
     index: usize,
     _t: PhantomData<fn() -> T>,
 }
 
-impl<T: FromValue> Handle<T> {
+impl<T: FromValue> BatchReply<T> {
     /// The reply, once the batch has run: converted, or the error that stopped it.
     pub fn wait(self) -> Result<T> {
         let mut r = self.results.lock();
@@ -73,10 +73,10 @@ impl Queue {
         }
     }
 
-    fn push<T>(&self, cmd: Cmd) -> Handle<T> {
+    fn push<T>(&self, cmd: Cmd) -> BatchReply<T> {
         let mut cmds = self.cmds.borrow_mut();
         cmds.push(cmd);
-        Handle {
+        BatchReply {
             results: self.results.clone(),
             index: cmds.len() - 1,
             _t: PhantomData,
@@ -126,7 +126,7 @@ impl Batch {
     }
 
     /// Queues an arbitrary command.
-    pub fn add<T: FromValue>(&self, cmd: Cmd) -> Handle<T> {
+    pub fn add<T: FromValue>(&self, cmd: Cmd) -> BatchReply<T> {
         self.queue.push(cmd)
     }
 
@@ -173,9 +173,9 @@ impl Batch {
 }
 
 impl Commands for Batch {
-    type Out<T: FromValue> = Handle<T>;
+    type Out<T: FromValue> = BatchReply<T>;
 
-    fn run<T: FromValue>(&self, cmd: Cmd) -> Handle<T> {
+    fn run<T: FromValue>(&self, cmd: Cmd) -> BatchReply<T> {
         self.queue.push(cmd)
     }
 }
@@ -222,7 +222,7 @@ impl Transaction {
     }
 
     /// Queues an arbitrary command.
-    pub fn add<T: FromValue>(&self, cmd: Cmd) -> Handle<T> {
+    pub fn add<T: FromValue>(&self, cmd: Cmd) -> BatchReply<T> {
         self.queue.push(cmd)
     }
 
@@ -287,9 +287,9 @@ impl Transaction {
 }
 
 impl Commands for Transaction {
-    type Out<T: FromValue> = Handle<T>;
+    type Out<T: FromValue> = BatchReply<T>;
 
-    fn run<T: FromValue>(&self, cmd: Cmd) -> Handle<T> {
+    fn run<T: FromValue>(&self, cmd: Cmd) -> BatchReply<T> {
         self.queue.push(cmd)
     }
 }

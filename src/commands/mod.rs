@@ -32,7 +32,7 @@ mod recorder;
 // and its users keep one path.
 pub use crate::command::{ArgWriter, Cmd, CommandFlags, RetryCategory, ToArgs};
 
-pub use batch::{Batch, Handle, Transaction};
+pub use batch::{Batch, BatchReply, Transaction};
 pub use database::{CmdBuilder, Database};
 pub use from_value::FromValue;
 pub use hashes::HashCommands;
@@ -48,7 +48,7 @@ pub use strings::{SetOptions, StringCommands};
 /// What the typed command traits are built on: something that can run a `Cmd`.
 ///
 /// On a [`Database`] running a command returns its converted reply; on a [`Batch`] or
-/// [`Transaction`] it queues the command and returns a [`Handle`]. Typed commands
+/// [`Transaction`] it queues the command and returns a [`BatchReply`]. Typed commands
 /// (`get`, `set`, `hset` ...) come from the family traits, all in [`crate::prelude`].
 pub trait Commands {
     /// What running a command yields.

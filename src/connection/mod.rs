@@ -19,7 +19,7 @@ pub(crate) mod census;
 pub(crate) mod deadline;
 mod handshake;
 mod reader;
-pub(crate) mod slot;
+pub(crate) mod reply_slot;
 pub(crate) mod tls;
 pub(crate) mod transport;
 mod writer;
@@ -41,7 +41,7 @@ use crate::metrics;
 use crate::policy::{Accumulator, BreakerPolicy, FaultContext};
 use crate::resp::{Decoder, Value};
 pub(crate) use deadline::{CallTimeout, Deadline};
-use slot::{Outcome, Slot, Waited};
+use reply_slot::{Outcome, ReplySlot, Waited};
 use tls::TlsSetup;
 use transport::{ShutdownHandle, Transport, WriteHalf};
 
@@ -94,7 +94,7 @@ pub(crate) struct ConnectionInfo {
 
 /// A request waiting for its replies.
 pub(crate) struct Pending {
-    slot: Arc<Slot>,
+    slot: Arc<ReplySlot>,
     expected: usize,
     sent_ms: u64,
     /// The call's deadline, counted from the call's start (before any backlog wait),
@@ -323,7 +323,7 @@ impl Connection {
         deadline: Deadline,
         caller_work: bool,
     ) -> std::result::Result<Outcome, RequestError> {
-        let slot = Arc::new(Slot::for_current_thread());
+        let slot = Arc::new(ReplySlot::for_current_thread());
         let submitted = self
             .submit(frame, replies, deadline, caller_work, true, slot.clone())
             .map_err(RequestError::Unsent)?;
@@ -407,8 +407,12 @@ impl Connection {
     /// Queues a request whose reply nobody waits for by blocking (heartbeats): the slot
     /// can be polled, and the dead-connection check watches it with its own timeout,
     /// never relaxed.
-    pub(crate) fn request_detached(&self, frame: &[u8], timeout: Duration) -> Result<Arc<Slot>> {
-        let slot = Arc::new(Slot::for_current_thread());
+    pub(crate) fn request_detached(
+        &self,
+        frame: &[u8],
+        timeout: Duration,
+    ) -> Result<Arc<ReplySlot>> {
+        let slot = Arc::new(ReplySlot::for_current_thread());
         self.submit(
             frame,
             1,
@@ -428,7 +432,7 @@ impl Connection {
         deadline: Deadline,
         caller_work: bool,
         relaxable: bool,
-        slot: Arc<Slot>,
+        slot: Arc<ReplySlot>,
     ) -> Result<Submitted> {
         let shared = &self.shared;
         let mut pending = Pending {

@@ -12,7 +12,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::slot::Outcome;
+use super::reply_slot::Outcome;
 use super::transport::{Polling, ReadHalf};
 use super::Shared;
 use crate::error::{Error, ErrorKind, FailureKind};

@@ -13,7 +13,7 @@ use std::fmt;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use super::probe::{AdvertisedAddressProbe, ReplacementPoll};
+use super::advertised_address::{AdvertisedAddressProbe, ReplacementPoll};
 use crate::config::Endpoint;
 use crate::resolve::is_address_literal;
 

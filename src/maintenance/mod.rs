@@ -131,12 +131,15 @@
 //! them, the relaxed-timeout state of each server (`timeouts`, read by `connection`
 //! whenever a timeout is checked), the endpoint type to ask for, the handoff decision
 //! and the advertised-address probe. It sits below `connection`, which consults it;
-//! the reactions that open connections (the handoff worker, slot-migration moves) live
-//! in `client`, above both. Must never: open a connection or reach a layer above.
+//! the reactions that open connections live in one place in `client`, above both:
+//! `client::maintenance` (each node's maintenance inbox, the handoff worker, and what an
+//! `SMIGRATED` does to a cluster's slot map). Must never: open a connection or reach a
+//! layer above.
 //!
 //! [`MaintNotifications`]: crate::config::MaintNotifications
 //! [`Client::maintenance_status`]: crate::Client::maintenance_status
 
+mod advertised_address;
 mod dedup;
 mod endpoint_type;
 mod event;
@@ -149,16 +152,15 @@ mod handler;
 pub mod handoff;
 mod optin;
 mod parse;
-mod probe;
 mod report;
 pub(crate) mod timeouts;
 
 #[cfg(test)]
 mod capture_tests;
 
+pub use advertised_address::{AdvertisedAddressProbe, ReplacementPoll};
 pub use event::{MaintenanceEvent, MaintenanceStatus, NotificationKind, SlotMigration};
 pub use handoff::HandoffDecision;
-pub use probe::{AdvertisedAddressProbe, ReplacementPoll};
 pub use report::{HandoffOutcome, HandoffReport, HandoffStats};
 
 pub(crate) use dedup::EventRing;

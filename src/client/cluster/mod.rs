@@ -11,10 +11,9 @@
 //! and re-routed when their slot moved; a node that has just become an owner is
 //! dialled at once rather than after its reconnect back-off.
 
-mod migration;
+mod cluster_router;
+pub(crate) mod hash_slot;
 mod refresh;
-mod router;
-pub(crate) mod slot;
 mod split;
 pub(crate) mod topology;
 
@@ -25,14 +24,13 @@ use std::time::{Duration, Instant};
 
 use parking_lot::{Mutex, RwLock};
 
-pub(crate) use migration::on_smigrated;
-pub(crate) use router::ClusterRouter;
-pub use slot::{key_slot, SLOT_COUNT};
+pub(crate) use cluster_router::ClusterRouter;
+pub use hash_slot::{key_slot, SLOT_COUNT};
 
 use super::deployment::Deployment;
 use super::node::Node;
 use crate::config::Endpoint;
-use crate::connection::slot::Outcome;
+use crate::connection::reply_slot::Outcome;
 use crate::connection::Deadline;
 use crate::error::{Error, ErrorKind, Result};
 use crate::pubsub::{Key, MessageKind};
@@ -261,6 +259,15 @@ impl ClusterState {
         self.refresh_requested.store(true, Ordering::Release);
     }
 
+    /// Counts `SMIGRATED` triplets acted on (`mine`) and set aside as about other
+    /// nodes (`ignored`), for [`ClusterStats`].
+    pub(crate) fn count_slot_migrations(&self, mine: usize, ignored: usize) {
+        self.slot_migrations
+            .fetch_add(mine as u64, Ordering::Relaxed);
+        self.slot_migrations_ignored
+            .fetch_add(ignored as u64, Ordering::Relaxed);
+    }
+
     /// Schedules the refresh an `SMIGRATED` asks for, `delay` from now, unless one is
     /// already pending (the burst coalesces before the delay).
     pub(crate) fn schedule_migration_refresh(&self, delay: Duration) {
@@ -270,8 +277,6 @@ impl ClusterState {
         }
     }
 
-    /// When the next refresh is due (at or before `now`: now), given whether the map is
-    /// unsettled now (see `refresh::RefreshPlan`).
     /// Claims the one background refresh; `false` when one is under way already.
     pub(crate) fn begin_refresh(&self) -> bool {
         !self.refreshing.swap(true, Ordering::AcqRel)
@@ -282,6 +287,8 @@ impl ClusterState {
         self.refreshing.store(false, Ordering::Release);
     }
 
+    /// When the next refresh is due (at or before `now`: now), given whether the map is
+    /// unsettled now (see `refresh::RefreshPlan`).
     pub(crate) fn next_refresh(&self, now: Instant, unsettled: bool) -> Instant {
         let migration_at = *self.migration_refresh_at.lock();
         let mut plan = self.plan.lock();

@@ -4,8 +4,8 @@
 
 use std::collections::BTreeMap;
 
+use super::cluster_router::{single_slot, ClusterRouter, MAX_REDIRECTS};
 use super::key_slot;
-use super::router::{single_slot, ClusterRouter, MAX_REDIRECTS};
 use crate::command::Cmd;
 use crate::config::Endpoint;
 use crate::connection::Deadline;

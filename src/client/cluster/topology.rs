@@ -8,7 +8,7 @@ use crate::config::Endpoint;
 use crate::error::{Error, ErrorKind, Result};
 use crate::resp::Value;
 
-use super::slot::SLOT_COUNT;
+use super::hash_slot::SLOT_COUNT;
 
 /// One node as the topology describes it.
 #[derive(Clone, Debug, PartialEq, Eq)]

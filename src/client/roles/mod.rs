@@ -22,7 +22,7 @@ use super::node::Node;
 use super::sentinel::SentinelWatch;
 use super::supervisor::Wake;
 use crate::config::Endpoint;
-use crate::connection::slot::Outcome;
+use crate::connection::reply_slot::Outcome;
 use crate::connection::{Connection, Deadline};
 use crate::error::{Error, ErrorKind, Result};
 use crate::resp::{write_arg, write_command_header};

@@ -19,7 +19,7 @@ use super::roles::decide::Role;
 use super::roles::{self, Msg, Roles};
 use crate::clock;
 use crate::config::{Endpoint, MaintNotifications, Options, Protocol};
-use crate::connection::slot::Outcome;
+use crate::connection::reply_slot::Outcome;
 use crate::connection::transport::Dial;
 use crate::connection::{tls, Connection, ConnectionConfig, ConnectionInfo, Deadline, PushHandler};
 use crate::error::{Error, ErrorKind, Result};

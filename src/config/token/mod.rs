@@ -237,7 +237,7 @@ impl TokenCredentialsBuilder {
                     )
                 })?
         };
-        Ok(TokenCredentials(Arc::new(Handle {
+        Ok(TokenCredentials(Arc::new(TokenGuard {
             shared,
             _stop: Stop {
                 control,
@@ -324,7 +324,7 @@ fn check(s: &Schedule) -> Result<()> {
 /// # Ok::<(), resilient_redis::Error>(())
 /// ```
 #[derive(Clone)]
-pub struct TokenCredentials(Arc<Handle>);
+pub struct TokenCredentials(Arc<TokenGuard>);
 
 impl TokenCredentials {
     /// Tokens from `source`, renewed with the default schedule unless the builder
@@ -429,7 +429,7 @@ impl fmt::Debug for TokenCredentials {
 }
 
 /// What every clone shares; the last one dropped stops the thread.
-struct Handle {
+struct TokenGuard {
     shared: Arc<Shared>,
     /// Held for its `Drop`.
     _stop: Stop,

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::member::GroupMember;
-use super::shared::Handle;
+use super::shared::GroupGuard;
 use crate::client::Router;
 use crate::clock::deadline_after;
 use crate::command::Cmd;
@@ -18,23 +18,23 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::resp::Value;
 
 pub(crate) struct GroupRouter {
-    // Holding the handle keeps the group alive while any `Database` exists.
-    handle: Arc<Handle>,
+    // Holding the guard keeps the group alive while any `Database` exists.
+    guard: Arc<GroupGuard>,
 }
 
 impl GroupRouter {
-    pub(crate) fn new(handle: Arc<Handle>) -> GroupRouter {
-        GroupRouter { handle }
+    pub(crate) fn new(guard: Arc<GroupGuard>) -> GroupRouter {
+        GroupRouter { guard }
     }
 
     fn active(&self) -> Option<(GroupMember, Arc<dyn Router>)> {
-        let m = self.handle.0.active()?;
+        let m = self.guard.0.active()?;
         let router = m.inner.database.get()?.router().clone();
         Some((m, router))
     }
 
     fn unavailable(&self) -> Error {
-        let closed = self.handle.0.is_closed();
+        let closed = self.guard.0.is_closed();
         Error::new(
             if closed {
                 ErrorKind::Closed
@@ -46,7 +46,7 @@ impl GroupRouter {
             } else {
                 format!(
                     "no member of the group is available ({})",
-                    self.handle.0.member_causes()
+                    self.guard.0.member_causes()
                 )
             },
         )
@@ -62,7 +62,7 @@ impl GroupRouter {
         call: CallTimeout,
         f: impl Fn(&dyn Router, CallTimeout) -> Result<T>,
     ) -> Result<T> {
-        let group = &self.handle.0;
+        let group = &self.guard.0;
         // Fixed by the first member that serves (its command timeout when the caller
         // set none), then kept whichever member serves next.
         let mut timeout = call.timeout;
@@ -101,24 +101,24 @@ impl Router for GroupRouter {
     }
 
     fn active_member(&self) -> Option<(u64, String)> {
-        self.handle
+        self.guard
             .0
             .active()
             .map(|m| (m.id(), m.name().to_string()))
     }
 
     fn change_generation(&self) -> Option<u64> {
-        Some(self.handle.0.generation())
+        Some(self.guard.0.generation())
     }
 
     fn wait_change(&self, seen: u64, timeout: Duration) -> bool {
-        self.handle
+        self.guard
             .0
             .wait_changed(seen, deadline_after(Instant::now(), timeout))
     }
 
     fn member_router(&self, id: u64) -> Option<Arc<dyn Router>> {
-        let m = self.handle.0.member(id)?;
+        let m = self.guard.0.member(id)?;
         Some(m.inner.database.get()?.router().clone())
     }
 

@@ -36,7 +36,7 @@ impl Outcome {
     }
 }
 
-pub(crate) struct Slot {
+pub(crate) struct ReplySlot {
     state: AtomicU8,
     outcome: Mutex<Option<Outcome>>,
     waiter: Thread,
@@ -48,10 +48,10 @@ pub(crate) enum Waited {
     TimedOut,
 }
 
-impl Slot {
+impl ReplySlot {
     /// A slot for the calling thread to wait on.
-    pub(crate) fn for_current_thread() -> Slot {
-        Slot {
+    pub(crate) fn for_current_thread() -> ReplySlot {
+        ReplySlot {
             state: AtomicU8::new(WAITING),
             outcome: Mutex::new(None),
             waiter: thread::current(),
@@ -161,7 +161,7 @@ mod tests {
 
     #[test]
     fn completion_wakes_the_waiter() {
-        let slot = Arc::new(Slot::for_current_thread());
+        let slot = Arc::new(ReplySlot::for_current_thread());
         let s2 = slot.clone();
         let t = thread::spawn(move || s2.complete(Outcome::One(Value::Int(7))));
         let deadline = Instant::now() + Duration::from_secs(10);
@@ -174,7 +174,7 @@ mod tests {
 
     #[test]
     fn a_reply_after_abandon_is_dropped() {
-        let slot = Slot::for_current_thread();
+        let slot = ReplySlot::for_current_thread();
         let past = Instant::now();
         assert!(matches!(slot.wait(true, || past), Waited::TimedOut));
         slot.complete(Outcome::One(Value::Int(1)));

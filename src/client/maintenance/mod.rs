@@ -1,13 +1,20 @@
-//! The maintenance actions of one node: the inbox its connections' reader threads fill
-//! (a `MOVING` to hand off, a `MIGRATED` to check against DNS, an `SMIGRATED` whose
-//! slots left this node), the once-per-event gate, and the counters.
+//! What the client does about maintenance: the home of every reaction that opens
+//! connections or changes routing (the decisions themselves are socket-free, in
+//! `crate::maintenance`). Here: the maintenance inbox of one node (`NodeMaintenance`),
+//! which its connections' reader threads fill (a `MOVING` to hand off, a `MIGRATED` to
+//! check against DNS, an `SMIGRATED` whose slots left this node), the once-per-event
+//! gate and the counters; the handoff worker (`worker`); and what an `SMIGRATED` does
+//! to a cluster's slot map (`slot_migration`).
 //!
 //! Reader threads only record and wake the supervisor (they never resolve or wait);
 //! the supervisor starts one short-lived worker per node (`rr-handoff <endpoint>`,
 //! see `worker`) to do the waiting, so a 15 s DNS poll never delays another node's
 //! heartbeats or reconnects.
 
+mod slot_migration;
 pub(crate) mod worker;
+
+pub(crate) use slot_migration::on_smigrated;
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
@@ -79,15 +86,15 @@ struct State {
 }
 
 /// The maintenance inbox and handoff state of one node.
-pub(crate) struct NodeHandoff {
+pub(crate) struct NodeMaintenance {
     endpoint: Endpoint,
     state: Mutex<State>,
     wake: Condvar,
 }
 
-impl NodeHandoff {
-    pub(crate) fn new(endpoint: Endpoint) -> NodeHandoff {
-        NodeHandoff {
+impl NodeMaintenance {
+    pub(crate) fn new(endpoint: Endpoint) -> NodeMaintenance {
+        NodeMaintenance {
             endpoint,
             state: Mutex::new(State::default()),
             wake: Condvar::new(),

@@ -1,4 +1,5 @@
-//! §7: what an `SMIGRATED` does to a cluster client. Run by the supervisor with the
+//! §7: what an `SMIGRATED` does to a cluster client (its slot map and sharded
+//! subscriptions). Run by the supervisor with the
 //! triplets a node's connections received (reader threads only queue them).
 //!
 //! - Only triplets whose *source* is the node that sent them count (matched through
@@ -18,10 +19,9 @@
 //!   `SUNSUBSCRIBE`) or to none (stranded) moves here, once. Ordinary pub/sub is not
 //!   slot-bound and stays put.
 
-use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use super::ClusterState;
+use crate::client::cluster::ClusterState;
 use crate::client::supervisor::jitter_fraction;
 use crate::client::Node;
 use crate::maintenance::SlotMigration;
@@ -40,16 +40,12 @@ pub(crate) fn on_smigrated(state: &ClusterState, node: &Node, migrations: Vec<Sl
             "{me}: {} SMIGRATED triplets about other nodes ignored",
             others.len()
         );
-        state
-            .slot_migrations_ignored
-            .fetch_add(others.len() as u64, Ordering::Relaxed);
+        state.count_slot_migrations(0, others.len());
     }
     if mine.is_empty() {
         return;
     }
-    state
-        .slot_migrations
-        .fetch_add(mine.len() as u64, Ordering::Relaxed);
+    state.count_slot_migrations(mine.len(), 0);
     for m in &mine {
         log::info!("{me}: slots {} moved to {}", m.slots_text, m.target);
         for range in &m.slots {

@@ -61,12 +61,12 @@ pub(crate) fn spawn(node: Arc<Node>, ctx: Ctx) {
         .spawn(move || run(&n, &ctx))
     {
         log::warn!("{}: cannot start the handoff worker: {e}", node.endpoint);
-        node.handoff.worker_failed();
+        node.maintenance.worker_failed();
     }
 }
 
 fn run(node: &Node, ctx: &Ctx) {
-    while let Some((task, generation)) = node.handoff.next_task() {
+    while let Some((task, generation)) = node.maintenance.next_task() {
         let report = match task {
             Task::Moving {
                 sequence,
@@ -107,7 +107,7 @@ fn run(node: &Node, ctx: &Ctx) {
             report.recycle_label(),
             report.took,
         );
-        node.handoff.finish(&report);
+        node.maintenance.finish(&report);
         ctx.events.publish(ClientEvent::Handoff(report));
     }
 }
@@ -145,7 +145,7 @@ fn moving(
     new_endpoint: Option<crate::config::Endpoint>,
     generation: u64,
 ) {
-    let mut pause = |d: Duration| node.handoff.pause(d, generation);
+    let mut pause = |d: Duration| node.maintenance.pause(d, generation);
     let window_end = deadline_after(received, window);
     // The whole fleet was told at once: spread the lookups and the reconnects.
     if !pause(jitter(window, jitter_fraction())) {
@@ -217,7 +217,7 @@ fn migrated(node: &Node, ctx: &Ctx, report: &mut HandoffReport, generation: u64)
                 );
                 report.outcome = HandoffOutcome::NoLongerAdvertised(to);
                 let spread = jitter(Duration::from_secs(10), jitter_fraction());
-                if !node.handoff.pause(spread, generation) {
+                if !node.maintenance.pause(spread, generation) {
                     report.outcome = HandoffOutcome::Cancelled;
                     return;
                 }
@@ -234,7 +234,7 @@ fn migrated(node: &Node, ctx: &Ctx, report: &mut HandoffReport, generation: u64)
             report.outcome = HandoffOutcome::StillAdvertised;
             return;
         }
-        if !node.handoff.pause(interval, generation) {
+        if !node.maintenance.pause(interval, generation) {
             return;
         }
     }
@@ -250,7 +250,7 @@ fn recycle(
     to: Option<SocketAddr>,
     drain_until: Instant,
 ) {
-    if node.handoff.is_cancelled() {
+    if node.maintenance.is_cancelled() {
         return;
     }
     // A reconnect got there first (the server closed the old connection while we
@@ -304,7 +304,7 @@ fn replace_interactive(
         old.stop_accepting();
         while old.caller_inflight() > 0
             && !old.is_closed()
-            && !node.handoff.is_cancelled()
+            && !node.maintenance.is_cancelled()
             && Instant::now() < drain_until
         {
             std::thread::sleep(DRAIN_POLL);

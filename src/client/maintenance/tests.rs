@@ -12,8 +12,8 @@ fn event(kind: NotificationKind, sequence: Option<u64>, secs: u64) -> Maintenanc
     e
 }
 
-fn node() -> NodeHandoff {
-    NodeHandoff::new(Endpoint::new("db.example", 12000))
+fn node() -> NodeMaintenance {
+    NodeMaintenance::new(Endpoint::new("db.example", 12000))
 }
 
 #[test]
@@ -84,7 +84,7 @@ fn a_newer_moving_cuts_a_running_wait_short_and_close_cancels() {
 
 #[test]
 fn migrated_on_an_address_literal_asks_nothing_and_smigrated_is_kept_for_the_supervisor() {
-    let h = NodeHandoff::new(Endpoint::new("10.0.0.1", 12000));
+    let h = NodeMaintenance::new(Endpoint::new("10.0.0.1", 12000));
     assert!(!h.offer(&event(NotificationKind::Migrated, Some(1), 0), None));
     assert!(!h.claim_worker());
     let mut e = event(NotificationKind::SMigrated, Some(2), 0);

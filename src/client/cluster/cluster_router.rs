@@ -13,7 +13,7 @@ use super::super::deployment::Deployment;
 use super::{key_slot, split, ClusterState};
 use crate::command::{Cmd, RetryCategory};
 use crate::config::Endpoint;
-use crate::connection::slot::Outcome;
+use crate::connection::reply_slot::Outcome;
 use crate::connection::{CallTimeout, Deadline};
 use crate::error::{Error, ErrorKind, Result};
 use crate::resp::Value;
