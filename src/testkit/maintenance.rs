@@ -257,6 +257,34 @@ fn broadcast(server: &ServerInner, frame: &Value) -> usize {
 
 /// Sends notification `n` with id `id` from `server` (window and retention included).
 pub(crate) fn deliver(server: &Arc<ServerInner>, n: &Notification, id: u64) {
+    record(server, n, id);
+    broadcast(server, &n.to_frame(id));
+}
+
+/// Sends `burst` (notifications with their ids) from `server` in one write per
+/// connection, as a server's event loop flushes what one iteration produced.
+fn deliver_burst(server: &Arc<ServerInner>, burst: &[(Notification, u64)]) {
+    for (n, id) in burst {
+        record(server, n, *id);
+    }
+    let hung = server.faults.is_hung();
+    for conn in server.connections() {
+        let proto = {
+            let st = conn.state.lock();
+            (st.opted_in && st.proto >= 3).then_some(st.proto)
+        };
+        if let Some(proto) = proto {
+            let mut buf = Vec::new();
+            for (n, id) in burst {
+                reply::encode(&mut buf, proto, &n.to_frame(*id));
+            }
+            conn.send(&buf, Instant::now(), hung);
+        }
+    }
+}
+
+/// What sending `n` leaves behind: a retained completion, an open MOVING window.
+fn record(server: &Arc<ServerInner>, n: &Notification, id: u64) {
     let mut inner = server.maint.inner.lock();
     if n.retained() && !inner.no_retention {
         inner.retained = Some((n.clone(), id));
@@ -278,7 +306,6 @@ pub(crate) fn deliver(server: &Arc<ServerInner>, n: &Notification, id: u64) {
             log::warn!("fake server: cannot start the MOVING timer: {e}");
         }
     }
-    broadcast(server, &n.to_frame(id));
 }
 
 /// Closes every connection of the node when the MOVING window (plus slack) is over.
@@ -397,6 +424,18 @@ impl FakeServer {
         let id = self.inner.maint.next_id();
         deliver(&self.inner, &n, id);
         id
+    }
+
+    /// Like [`notify`](Self::notify) for several notifications at once, written in one
+    /// write per connection (so a client reads them as one burst, as it would from a
+    /// server that produced them in one event-loop iteration); returns their ids.
+    pub fn notify_burst(&self, burst: Vec<Notification>) -> Vec<u64> {
+        let burst: Vec<(Notification, u64)> = burst
+            .into_iter()
+            .map(|n| (n, self.inner.maint.next_id()))
+            .collect();
+        deliver_burst(&self.inner, &burst);
+        burst.into_iter().map(|(_, id)| id).collect()
     }
 
     /// Like [`notify`](Self::notify) with a chosen sequence id (the counter is not
