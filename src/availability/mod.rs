@@ -11,6 +11,7 @@ mod events;
 mod group;
 mod health;
 mod inbox;
+#[cfg(feature = "lag-aware")]
 pub mod lag_aware;
 mod member;
 mod options;
@@ -33,6 +34,7 @@ pub use group::Group;
 pub use health::{
     AllSuccess, AnySuccess, HealthCheck, MajoritySuccess, ProbeCounts, ProbePolicy, ProbeScope,
 };
+#[cfg(feature = "lag-aware")]
 pub use lag_aware::{
     CertificatePins, ClientCertificate, LagAware, LagAwareOptions, LagCheckMode, LagOutcome,
     RestCredentials, RestTrust,
