@@ -3,8 +3,12 @@
 # with the default features and with `default-features = false` (no `tls`, no
 # `lag-aware`: what a plain-TCP application can trim, issue 20).
 #
-#   scripts/dependent_build_time.sh             # debug builds
-#   scripts/dependent_build_time.sh --release   # debug, then release builds
+#   scripts/dependent_build_time.sh           # debug builds
+#   scripts/dependent_build_time.sh release   # release builds
+#   scripts/dependent_build_time.sh both      # debug, then release
+#
+# It builds the source tree it sits in, as it is: to measure a commit while editing,
+# run it from an export (`git archive <commit> | tar -x -C /tmp/somewhere`).
 #
 # Each build starts from an empty target dir under /tmp, deleted afterwards; downloads
 # are fetched before the clock starts. Prints wall time, the number of crates compiled
@@ -14,10 +18,12 @@
 set -euo pipefail
 
 repo="$(cd "$(dirname "$0")/.." && pwd)"
-profiles=(dev)
-if [ "${1:-}" = "--release" ]; then
-  profiles+=(release)
-fi
+case "${1:-dev}" in
+  dev) profiles=(dev) ;;
+  release) profiles=(release) ;;
+  both) profiles=(dev release) ;;
+  *) echo "usage: $0 [dev|release|both]" >&2; exit 2 ;;
+esac
 
 work="$(mktemp -d /tmp/rr-dependent.XXXXXX)"
 trap 'rm -rf "$work"' EXIT
@@ -46,7 +52,7 @@ fn main() {
     for url in ["redis://127.0.0.1:1?connectTimeout=200", "rediss://127.0.0.1:1?connectTimeout=200"] {
         match Client::connect(url) {
             Ok(_) => println!("{url}: connected"),
-            Err(e) => println!("{url}: {:?}: {e}", e.kind()),
+            Err(e) => println!("{url}: {e}"),
         }
     }
 }
