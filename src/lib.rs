@@ -22,7 +22,7 @@
 //!   reconnects and slot moves, with bounded queues or callbacks off the reader thread.
 //! - [`availability::Group`]: several deployments (regions) served as one, the best
 //!   member active: health checks, circuit breakers, weights, latency, failback delay,
-//!   manual failover, and failback checks such as `availability::LagAware` (feature
+//!   manual failover, and failback checks such as [`availability::LagAware`] (feature
 //!   `lag-aware`), which asks Redis Enterprise whether a region that came back has
 //!   caught up.
 //! - [`maintenance`]: opt-in to the maintenance notifications of Redis Enterprise,
