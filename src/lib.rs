@@ -22,8 +22,9 @@
 //!   reconnects and slot moves, with bounded queues or callbacks off the reader thread.
 //! - [`availability::Group`]: several deployments (regions) served as one, the best
 //!   member active: health checks, circuit breakers, weights, latency, failback delay,
-//!   manual failover, and failback checks such as [`availability::LagAware`], which
-//!   asks Redis Enterprise whether a region that came back has caught up.
+//!   manual failover, and failback checks such as [`availability::LagAware`] (feature
+//!   `lag-aware`), which asks Redis Enterprise whether a region that came back has
+//!   caught up.
 //! - [`maintenance`]: opt-in to the maintenance notifications of Redis Enterprise,
 //!   Redis Cloud and Azure Managed Redis; timeouts relaxed while a shard moves, and
 //!   connections handed over to the new address before the server closes the old one.
@@ -70,6 +71,22 @@
 //!     Ok(())
 //! }
 //! ```
+//!
+//! # Features
+//!
+//! | feature | default | what it adds |
+//! |---|---|---|
+//! | `tls` | on | TLS to Redis (`ssl=true`, `rediss://`, [`config::TlsOptions`]) with rustls, ring and the webpki roots |
+//! | `lag-aware` | on | `availability::LagAware` and `HealthCheck::lag_aware`: HTTPS calls to the Redis Enterprise REST API (ureq, serde_json); implies `tls` |
+//! | `testkit` | off | the in-process fakes of `testkit`; implies `tls` and `lag-aware` |
+//! | `metrics` | off | the recording functions of [`metrics`], through the `metrics` facade |
+//! | `redis-compat` | off | `redis::ConnectionLike` for [`Database`] |
+//!
+//! A plain-TCP application can build with `default-features = false`: rustls, ring,
+//! webpki-roots, ureq and serde_json are then not compiled. Option strings and URLs
+//! that ask for TLS still parse; connecting with them fails with an
+//! [`ErrorKind::Config`] error that names the missing `tls` feature. The lag-aware
+//! types take rustls types, so without `lag-aware` they are absent, not stubbed.
 //!
 //! # Guides
 //!

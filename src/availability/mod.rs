@@ -14,6 +14,7 @@ mod group_router;
 mod group_supervisor;
 mod health;
 mod inbox;
+#[cfg(feature = "lag-aware")]
 pub mod lag_aware;
 mod member;
 mod options;
@@ -34,6 +35,7 @@ pub use group::Group;
 pub use health::{
     AllSuccess, AnySuccess, HealthCheck, MajoritySuccess, ProbeCounts, ProbePolicy, ProbeScope,
 };
+#[cfg(feature = "lag-aware")]
 pub use lag_aware::{
     CertificatePins, ClientCertificate, LagAware, LagAwareOptions, LagCheckMode, LagOutcome,
     RestCredentials, RestTrust,

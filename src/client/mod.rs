@@ -177,6 +177,10 @@ impl Client {
         if options.endpoints.is_empty() {
             return Err(Error::new(ErrorKind::Config, "no endpoint given"));
         }
+        // Here, not at the first dial: a group member dials on its supervisor thread,
+        // which drops a configuration error (the group would report only "no member
+        // could be reached").
+        crate::connection::tls::check_built(&options)?;
         // Bounded: a wake-up that finds the channel full is redundant anyway.
         let (wake_tx, wake_rx) = bounded(64);
         let mut deployment = Deployment::new(options.clone(), wake_tx);

@@ -1,16 +1,15 @@
 //! `Display` for `Options`: the option-string form, which `Options::parse` reads back.
 //!
-//! Owns: choosing what to write (only what differs from the defaults) and how (each
-//! duration in its key's unit). Must never: write the password, masked or not, and
-//! must never write a provider's values, only the provider's name when it was chosen.
+//! Owns: the form (endpoints, then `key=value` items, quoted where needed); what each
+//! key writes, and in which unit, is its declaration's `display` (`keys`). Must never:
+//! write the password, masked or not, and must never write a provider's values, only
+//! the provider's name when it was chosen.
 
 use std::fmt;
-use std::time::Duration;
 
-use super::keys::OptionKey;
+use super::keys::{OptionKey, Role};
 use super::option_string::quote_if_needed;
-use super::provider::ProviderSays;
-use super::{BacklogPolicy, MaintNotifications, Options, Protocol};
+use super::Options;
 
 /// Writes `endpoints,key=value,...`: the endpoints, then every key whose value differs
 /// from `Options::default()`, in a fixed order (that of the table in [`Options::parse`]).
@@ -41,116 +40,16 @@ impl fmt::Display for Options {
             separator = ",";
         }
         for key in OptionKey::ALL {
-            if let Some(value) = value_to_write(self, &defaults, key) {
-                write!(f, "{separator}{}={}", key.name(), quote_if_needed(&value))?;
+            let spec = key.spec();
+            // Secrets are never written, whatever their declaration says.
+            if spec.role == Role::Secret {
+                continue;
+            }
+            if let Some(value) = (spec.display)(self, &defaults) {
+                write!(f, "{separator}{}={}", spec.name, quote_if_needed(&value))?;
                 separator = ",";
             }
         }
         Ok(())
-    }
-}
-
-/// The value to write for `key`, or `None` when it is the default (or a secret).
-fn value_to_write(o: &Options, defaults: &Options, key: OptionKey) -> Option<String> {
-    let tls = o.tls.as_ref();
-    let differs = |value: Duration, default: Duration| (value != default).then(|| millis(value));
-    match key {
-        OptionKey::Password => None,
-        OptionKey::User => o.user.clone(),
-        OptionKey::Name => o.client_name.clone(),
-        OptionKey::DefaultDatabase => {
-            (o.database != defaults.database).then(|| o.database.to_string())
-        }
-        OptionKey::Ssl => match o.provider_tls() {
-            ProviderSays::Omit => None,
-            ProviderSays::WritePinnedDefault => Some("false".to_string()),
-            ProviderSays::Nothing => tls.map(|_| "true".to_string()),
-        },
-        OptionKey::SslHost => tls?.server_name.clone(),
-        OptionKey::SslCaFile => tls?.ca_file.as_ref().map(|p| p.display().to_string()),
-        OptionKey::SslCert => tls?
-            .client_cert_file
-            .as_ref()
-            .map(|p| p.display().to_string()),
-        OptionKey::SslKey => tls?
-            .client_key_file
-            .as_ref()
-            .map(|p| p.display().to_string()),
-        OptionKey::SslVerify => (!tls?.verify).then(|| "false".to_string()),
-        OptionKey::ConnectTimeout => differs(o.connect_timeout, defaults.connect_timeout),
-        OptionKey::SyncTimeout => differs(o.command_timeout, defaults.command_timeout),
-        OptionKey::KeepAlive => differs(o.keep_alive, defaults.keep_alive),
-        OptionKey::Protocol if o.provider_protocol() == ProviderSays::Omit => None,
-        OptionKey::Protocol => o.protocol.map(|p| {
-            match p {
-                Protocol::Resp2 => "resp2",
-                Protocol::Resp3 => "resp3",
-            }
-            .to_string()
-        }),
-        OptionKey::ReplicaReads => {
-            (o.replica_reads != defaults.replica_reads).then(|| o.replica_reads.to_string())
-        }
-        OptionKey::AbortConnect => {
-            (o.abort_connect != defaults.abort_connect).then(|| o.abort_connect.to_string())
-        }
-        OptionKey::Backlog => (o.backlog != defaults.backlog).then(|| {
-            match o.backlog {
-                BacklogPolicy::Queue => "queue",
-                BacklogPolicy::FailFast => "failfast",
-            }
-            .to_string()
-        }),
-        OptionKey::BacklogLimit => {
-            (o.backlog_limit != defaults.backlog_limit).then(|| o.backlog_limit.to_string())
-        }
-        OptionKey::ReconnectMin => differs(o.reconnect_min_delay, defaults.reconnect_min_delay),
-        OptionKey::ReconnectMax => differs(o.reconnect_max_delay, defaults.reconnect_max_delay),
-        OptionKey::BlockingPool => (o.blocking_pool_size != defaults.blocking_pool_size)
-            .then(|| o.blocking_pool_size.to_string()),
-        OptionKey::MaintNotifications => match o.provider_maint() {
-            ProviderSays::Omit => None,
-            ProviderSays::WritePinnedDefault => Some(maint_mode(o.maint_notifications)),
-            ProviderSays::Nothing => (o.maint_notifications != defaults.maint_notifications)
-                .then(|| maint_mode(o.maint_notifications)),
-        },
-        OptionKey::MaintRelaxedTimeout => (o.maint_relaxed_timeout
-            != defaults.maint_relaxed_timeout)
-            .then(|| seconds(o.maint_relaxed_timeout)),
-        OptionKey::MaintRelaxedWindowMax => o.maint_relaxed_window_max.map(seconds),
-        OptionKey::MaintPostEventRelaxed => o.maint_post_event_relaxed.map(seconds),
-        OptionKey::MaintMovingEndpointType => {
-            o.maint_moving_endpoint_type.map(|t| t.as_str().to_string())
-        }
-        OptionKey::Defaults => o.defaults.clone(),
-        OptionKey::ServiceName => o.service_name.clone(),
-        OptionKey::SentinelUser => o.sentinel_user.clone(),
-        OptionKey::SentinelPassword => None,
-    }
-}
-
-fn maint_mode(m: MaintNotifications) -> String {
-    match m {
-        MaintNotifications::Disabled => "disabled",
-        MaintNotifications::Auto => "auto",
-        MaintNotifications::Enabled => "enabled",
-    }
-    .to_string()
-}
-
-/// Whole milliseconds, rounded up: rounding down could write `0`, which parses as an
-/// error, and would shorten a timeout.
-fn millis(d: Duration) -> String {
-    d.as_nanos().div_ceil(1_000_000).to_string()
-}
-
-/// Seconds with as many fractional digits as needed (`10`, `2.5`, `0.000000001`).
-fn seconds(d: Duration) -> String {
-    match d.subsec_nanos() {
-        0 => d.as_secs().to_string(),
-        nanos => {
-            let fraction = format!("{nanos:09}");
-            format!("{}.{}", d.as_secs(), fraction.trim_end_matches('0'))
-        }
     }
 }

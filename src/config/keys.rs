@@ -1,565 +1,417 @@
-//! The option keys shared by option strings and URL queries: their names, the syntax of
-//! their values, and the checks that can only run once every key has been seen.
+//! Every option key of option strings and URL queries, each declared once below: its
+//! name, how a value is read into `Options`, what `Display` writes back, and its row of
+//! the key table in the `Options::parse` documentation.
 //!
-//! Owns: `OptionKey` (the one list of keys, in the order `Display` writes them) and `Settings`
-//! (options being assembled). Must never: quote a value in an error, nor anything at all
-//! from an item after an unquoted password: a password holding a comma (or, in a URL
-//! query, an `&`) spills into the next items, so they may be part of the secret.
+//! Owns: `OptionKey` and its declarations, in the order `Display` writes keys and the
+//! table lists them. Everything else iterates them: `Settings` (option strings and URL
+//! queries) looks keys up here, `Display` writes them in this order, the rustdoc table
+//! is generated from them, and a test holds `docs/configuration.md` to the same rows.
+//! Must never: let a key be declared anywhere else (CONTRIBUTING.md: how to add one).
 
-use std::path::PathBuf;
-use std::time::Duration;
-
-use super::parse::{config_error, endpoint_from, Position};
-use super::{
-    BacklogPolicy, MaintNotifications, MovingEndpointType, Options, Protocol, Secret, TlsOptions,
-};
-use crate::error::Result;
-
-/// One option key. `ALL` fixes the order of the documentation table and of `Display`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum OptionKey {
-    Password,
-    User,
-    Name,
-    DefaultDatabase,
-    Ssl,
-    SslHost,
-    SslCaFile,
-    SslCert,
-    SslKey,
-    SslVerify,
-    ConnectTimeout,
-    SyncTimeout,
-    KeepAlive,
-    Protocol,
-    AbortConnect,
-    Backlog,
-    BacklogLimit,
-    ReconnectMin,
-    ReconnectMax,
-    BlockingPool,
-    ReplicaReads,
-    MaintNotifications,
-    MaintRelaxedTimeout,
-    MaintRelaxedWindowMax,
-    MaintPostEventRelaxed,
-    MaintMovingEndpointType,
-    Defaults,
-    ServiceName,
-    SentinelUser,
-    SentinelPassword,
-}
-
-impl OptionKey {
-    /// Every key, in `Display` order.
-    pub(super) const ALL: [OptionKey; 30] = [
-        OptionKey::Password,
-        OptionKey::User,
-        OptionKey::Name,
-        OptionKey::DefaultDatabase,
-        OptionKey::Ssl,
-        OptionKey::SslHost,
-        OptionKey::SslCaFile,
-        OptionKey::SslCert,
-        OptionKey::SslKey,
-        OptionKey::SslVerify,
-        OptionKey::ConnectTimeout,
-        OptionKey::SyncTimeout,
-        OptionKey::KeepAlive,
-        OptionKey::Protocol,
-        OptionKey::AbortConnect,
-        OptionKey::Backlog,
-        OptionKey::BacklogLimit,
-        OptionKey::ReconnectMin,
-        OptionKey::ReconnectMax,
-        OptionKey::BlockingPool,
-        OptionKey::ReplicaReads,
-        OptionKey::MaintNotifications,
-        OptionKey::MaintRelaxedTimeout,
-        OptionKey::MaintRelaxedWindowMax,
-        OptionKey::MaintPostEventRelaxed,
-        OptionKey::MaintMovingEndpointType,
-        OptionKey::Defaults,
-        OptionKey::ServiceName,
-        OptionKey::SentinelUser,
-        OptionKey::SentinelPassword,
-    ];
-
-    /// The canonical spelling, as documented and as `Display` writes it.
-    pub(super) fn name(self) -> &'static str {
-        match self {
-            OptionKey::Password => "password",
-            OptionKey::User => "user",
-            OptionKey::Name => "name",
-            OptionKey::DefaultDatabase => "defaultDatabase",
-            OptionKey::Ssl => "ssl",
-            OptionKey::SslHost => "sslHost",
-            OptionKey::SslCaFile => "sslCaFile",
-            OptionKey::SslCert => "sslCert",
-            OptionKey::SslKey => "sslKey",
-            OptionKey::SslVerify => "sslVerify",
-            OptionKey::ConnectTimeout => "connectTimeout",
-            OptionKey::SyncTimeout => "syncTimeout",
-            OptionKey::KeepAlive => "keepAlive",
-            OptionKey::Protocol => "protocol",
-            OptionKey::AbortConnect => "abortConnect",
-            OptionKey::ReplicaReads => "replicaReads",
-            OptionKey::Backlog => "backlog",
-            OptionKey::BacklogLimit => "backlogLimit",
-            OptionKey::ReconnectMin => "reconnectMin",
-            OptionKey::ReconnectMax => "reconnectMax",
-            OptionKey::BlockingPool => "blockingPool",
-            OptionKey::MaintNotifications => "maintNotifications",
-            OptionKey::MaintRelaxedTimeout => "maintRelaxedTimeout",
-            OptionKey::MaintRelaxedWindowMax => "maintRelaxedWindowMax",
-            OptionKey::MaintPostEventRelaxed => "maintPostEventRelaxed",
-            OptionKey::MaintMovingEndpointType => "maintMovingEndpointType",
-            OptionKey::Defaults => "defaults",
-            OptionKey::ServiceName => "serviceName",
-            OptionKey::SentinelUser => "sentinelUser",
-            OptionKey::SentinelPassword => "sentinelPassword",
-        }
-    }
-
-    fn lookup(name: &str) -> Option<OptionKey> {
-        OptionKey::ALL
-            .into_iter()
-            .find(|key| key.name().eq_ignore_ascii_case(name))
-    }
-
-    /// Keys whose value is a secret: never written back, and what follows an unquoted
-    /// one may be its tail.
-    fn is_secret(self) -> bool {
-        matches!(self, OptionKey::Password | OptionKey::SentinelPassword)
-    }
-
-    /// The keys that refine TLS and mean nothing without it.
-    fn needs_tls(self) -> bool {
-        matches!(
-            self,
-            OptionKey::SslHost
-                | OptionKey::SslCaFile
-                | OptionKey::SslCert
-                | OptionKey::SslKey
-                | OptionKey::SslVerify
-        )
-    }
-}
+use super::options::Secret;
+use super::parse::Position;
+use super::provider::ProviderSays;
+use super::settings::Settings;
+use super::values::*;
+use super::Options;
 
 /// The providers `defaults=<name>` may name (maintenance.md §1). Matched by name only:
 /// a configuration string must never be able to pick arbitrary code.
 pub(super) const PROVIDERS: [&str; 4] = ["amr", "azure", "rediscloud", "enterprise"];
 
-/// Options being assembled from items, plus what the end-of-input checks need.
-pub(super) struct Settings {
-    pub(super) options: Options,
-    /// TLS required by a `rediss://`/`valkeys://` scheme.
-    scheme_tls: bool,
-    /// The last `ssl=` item and where it was.
-    ssl: Option<(bool, Position)>,
-    /// TLS details, kept apart until we know whether TLS is on at all: `ssl=true` may
-    /// come after `sslHost=`.
-    tls: TlsOptions,
-    /// The first TLS detail key seen, to name it if TLS turns out to be off.
-    first_tls_detail: Option<(OptionKey, Position)>,
-    /// Where the last unquoted secret value was (an option-string item, a URL query
-    /// item): every item after it may be its tail, so errors about them quote nothing.
-    after_secret: Option<Position>,
-    /// The keys set by items after an unquoted secret, for the end-of-input checks.
-    keys_after_secret: Vec<OptionKey>,
+/// How a key's value is handled beyond storing it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Role {
+    Plain,
+    /// Never written back, and what follows an unquoted one may be its tail.
+    Secret,
+    /// Refines TLS and means nothing without it: an error unless TLS is on.
+    TlsDetail,
 }
 
-impl Settings {
-    pub(super) fn new(scheme_tls: bool) -> Settings {
-        Settings {
-            options: Options::default(),
-            scheme_tls,
-            ssl: None,
-            tls: TlsOptions::default(),
-            first_tls_detail: None,
-            after_secret: None,
-            keys_after_secret: Vec::new(),
-        }
-    }
+/// One key's declaration.
+pub(super) struct KeySpec {
+    /// The canonical spelling, as documented and as `Display` writes it; matched
+    /// case-insensitively.
+    pub(super) name: &'static str,
+    pub(super) role: Role,
+    /// What a good value looks like, as an error says it ("expected ...").
+    pub(super) expected: &'static str,
+    /// Stores a value; `None` when it is not one `expected` describes (nothing stored).
+    pub(super) parse: fn(&mut Settings, &str, Position) -> Option<()>,
+    /// What `Display` writes, given the options and `Options::default()`: `None` when
+    /// the value is the default (or a provider's, re-derived on parsing).
+    pub(super) display: fn(&Options, &Options) -> Option<String>,
+    /// The documentation row: meaning, unit or values, default. The rustdoc table is
+    /// `key_table!()`, made from the same literals; the tests read this copy.
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub(super) doc: [&'static str; 3],
+}
 
-    /// Adds an endpoint item; the error gives the position, not the text.
-    pub(super) fn add_endpoint(&mut self, item: &str, at: Position) -> Result<()> {
-        if let Some(secret) = self.after_secret {
-            // Why refused even when it parses: `h:6379,password=hun,ter2` would
-            // otherwise connect to a server named `ter2`, sending a piece of the
-            // password to DNS and writing it in `Display`.
-            return Err(config_error(format!(
-                "an endpoint at {at} is refused (not shown: {}; or list the endpoints before the password)",
-                secret_tail_hint(secret)
-            )));
+/// Declares the keys: `OptionKey` (one variant per key), `OptionKey::ALL`, the
+/// `KeySpec` of each, and `key_table!()`, the documentation table as a literal (for
+/// `#[doc = ...]`, which takes no constant).
+macro_rules! option_keys {
+    ($(
+        $variant:ident {
+            name: $name:literal,
+            doc: [$meaning:literal, $values:literal, $default:literal],
+            $($field:ident: $value:expr),+ $(,)?
         }
-        let endpoint = endpoint_from(item)
-            .map_err(|why| config_error(format!("bad endpoint at {at}: {why}")))?;
-        self.options.endpoints.push(endpoint);
-        Ok(())
-    }
+    )+) => {
+        /// One option key; its declaration is [`OptionKey::spec`].
+        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        pub(super) enum OptionKey {
+            $($variant,)+
+        }
 
-    /// Applies `name=value` (name matched case-insensitively); `quoted` when the value
-    /// was written in double quotes (so it cannot have spilled into later items).
-    pub(super) fn apply(
-        &mut self,
-        name: &str,
-        value: &str,
-        quoted: bool,
-        at: Position,
-    ) -> Result<()> {
-        if name.is_empty() {
-            return Err(config_error(format!(
-                "missing key before '=' at {at}{}",
-                self.not_shown()
-            )));
+        impl OptionKey {
+            /// Every key, in `Display` order.
+            pub(super) const ALL: [OptionKey; [$($name),+].len()] = [$(OptionKey::$variant),+];
         }
-        let Some(key) = OptionKey::lookup(name) else {
-            if self.after_secret.is_some() {
-                return Err(config_error(format!(
-                    "unknown option key at {at}{}",
-                    self.not_shown()
-                )));
-            }
-            // Quoted: the caller needs to see what was not understood, and with no
-            // unquoted password before it, this item cannot be a piece of one.
-            return Err(config_error(format!(
-                "unknown option key '{}' at {at}",
-                name.escape_debug()
-            )));
-        };
-        self.apply_key(key, value, at)?;
-        if key.is_secret() && !quoted && matches!(at, Position::Item(_) | Position::QueryItem(_)) {
-            self.after_secret = Some(at);
-        }
-        Ok(())
-    }
 
-    /// Applies a value to a known key.
-    pub(super) fn apply_key(&mut self, key: OptionKey, value: &str, at: Position) -> Result<()> {
-        let hidden = self.not_shown();
-        let bad = |expected: &str| {
-            if hidden.is_empty() {
-                config_error(format!(
-                    "bad value for '{}' at {at}: expected {expected}",
-                    key.name()
-                ))
-            } else {
-                // Not even the key: which key matched says what the password holds.
-                config_error(format!("bad value at {at}{hidden}"))
-            }
-        };
-        if self.after_secret.is_some() {
-            self.keys_after_secret.push(key);
-        }
-        if key.needs_tls() && self.first_tls_detail.is_none() {
-            self.first_tls_detail = Some((key, at));
-        }
-        let o = &mut self.options;
-        match key {
-            OptionKey::Password => {
-                o.password = Some(Secret::new(text(value).ok_or_else(|| bad(TEXT))?))
-            }
-            OptionKey::User => o.user = Some(text(value).ok_or_else(|| bad(TEXT))?),
-            OptionKey::Name => o.client_name = Some(client_name(value).ok_or_else(|| bad(NAME))?),
-            OptionKey::DefaultDatabase => o.database = whole(value).ok_or_else(|| bad(DATABASE))?,
-            OptionKey::Ssl => self.ssl = Some((boolean(value).ok_or_else(|| bad(BOOL))?, at)),
-            OptionKey::SslHost => {
-                self.tls.server_name = Some(host_name(value).ok_or_else(|| bad(HOST))?)
-            }
-            OptionKey::SslCaFile => self.tls.ca_file = Some(path(value).ok_or_else(|| bad(PATH))?),
-            OptionKey::SslCert => {
-                self.tls.client_cert_file = Some(path(value).ok_or_else(|| bad(PATH))?)
-            }
-            OptionKey::SslKey => {
-                self.tls.client_key_file = Some(path(value).ok_or_else(|| bad(PATH))?)
-            }
-            OptionKey::SslVerify => self.tls.verify = boolean(value).ok_or_else(|| bad(BOOL))?,
-            OptionKey::ConnectTimeout => {
-                o.connect_timeout = millis(value).ok_or_else(|| bad(MILLIS))?
-            }
-            OptionKey::SyncTimeout => {
-                o.command_timeout = millis(value).ok_or_else(|| bad(MILLIS))?
-            }
-            OptionKey::KeepAlive => o.keep_alive = millis(value).ok_or_else(|| bad(MILLIS))?,
-            OptionKey::Protocol => {
-                o.protocol = Some(protocol(value).ok_or_else(|| bad(PROTOCOL))?);
-                o.explicit.protocol = true;
-            }
-            OptionKey::AbortConnect => o.abort_connect = boolean(value).ok_or_else(|| bad(BOOL))?,
-            OptionKey::ReplicaReads => o.replica_reads = boolean(value).ok_or_else(|| bad(BOOL))?,
-            OptionKey::Backlog => o.backlog = backlog(value).ok_or_else(|| bad(BACKLOG))?,
-            OptionKey::BacklogLimit => o.backlog_limit = count(value).ok_or_else(|| bad(COUNT))?,
-            OptionKey::ReconnectMin => {
-                o.reconnect_min_delay = millis(value).ok_or_else(|| bad(MILLIS))?
-            }
-            OptionKey::ReconnectMax => {
-                o.reconnect_max_delay = millis(value).ok_or_else(|| bad(MILLIS))?
-            }
-            OptionKey::BlockingPool => {
-                o.blocking_pool_size = count(value).ok_or_else(|| bad(COUNT))?
-            }
-            OptionKey::MaintNotifications => {
-                o.maint_notifications = maint_mode(value).ok_or_else(|| bad(MAINT_MODE))?;
-                o.explicit.maint = true;
-            }
-            OptionKey::MaintRelaxedTimeout => {
-                o.maint_relaxed_timeout = seconds(value).ok_or_else(|| bad(SECONDS))?
-            }
-            OptionKey::MaintRelaxedWindowMax => {
-                o.maint_relaxed_window_max = Some(seconds(value).ok_or_else(|| bad(SECONDS))?)
-            }
-            OptionKey::MaintPostEventRelaxed => {
-                o.maint_post_event_relaxed = Some(seconds(value).ok_or_else(|| bad(SECONDS))?)
-            }
-            OptionKey::MaintMovingEndpointType => {
-                o.maint_moving_endpoint_type =
-                    Some(moving_type(value).ok_or_else(|| bad(MOVING_TYPE))?)
-            }
-            OptionKey::Defaults => o.defaults = Some(provider(value).ok_or_else(|| bad(PROVIDER))?),
-            OptionKey::ServiceName => {
-                o.service_name = Some(service_name(value).ok_or_else(|| bad(SERVICE))?)
-            }
-            OptionKey::SentinelUser => {
-                o.sentinel_user = Some(text(value).ok_or_else(|| bad(TEXT))?)
-            }
-            OptionKey::SentinelPassword => {
-                o.sentinel_password = Some(Secret::new(text(value).ok_or_else(|| bad(TEXT))?))
-            }
-        }
-        Ok(())
-    }
+        /// The declarations, in the order of `OptionKey::ALL`.
+        static SPECS: [KeySpec; OptionKey::ALL.len()] = [$(
+            KeySpec { name: $name, doc: [$meaning, $values, $default], $($field: $value),+ },
+        )+];
 
-    /// The checks that need the whole input: an endpoint, TLS coherence, reconnect bounds.
-    pub(super) fn finish(mut self) -> Result<Options> {
-        if self.options.endpoints.is_empty() {
-            return Err(config_error(
-                "no endpoint given: add at least one host[:port] item",
-            ));
-        }
-        let tls_on = match self.ssl {
-            Some((false, at)) if self.scheme_tls => {
-                let (what, hidden) = match self.hidden_after_secret(&[OptionKey::Ssl]) {
-                    Some(hidden) => (format!("a setting at {at}"), hidden),
-                    None => (format!("'ssl=false' at {at}"), String::new()),
-                };
-                return Err(config_error(format!(
-                    "{what} contradicts the rediss:// (or valkeys://) scheme{hidden}"
-                )));
-            }
-            Some((on, _)) => on || self.scheme_tls,
-            None => self.scheme_tls,
-        };
-        // Explicit either way: `ssl=false` must beat a provider's TLS default.
-        self.options.explicit.tls = self.ssl.is_some() || self.scheme_tls;
-        if tls_on {
-            let pair_hidden = self.hidden_after_secret(&[OptionKey::SslCert, OptionKey::SslKey]);
-            match (
-                &self.tls.client_cert_file,
-                &self.tls.client_key_file,
-                pair_hidden,
-            ) {
-                (Some(_), None, None) => {
-                    return Err(config_error("'sslCert' needs 'sslKey' (its private key)"))
-                }
-                (None, Some(_), None) => {
-                    return Err(config_error(
-                        "'sslKey' needs 'sslCert' (the certificate it belongs to)",
-                    ))
-                }
-                (Some(_), None, Some(hidden)) | (None, Some(_), Some(hidden)) => {
-                    return Err(config_error(format!(
-                        "a client certificate and its private key go together{hidden}"
-                    )))
-                }
-                _ => {}
-            }
-            self.options.tls = Some(std::mem::take(&mut self.tls));
-        } else if let Some((key, at)) = self.first_tls_detail {
-            let (what, hidden) = match self.hidden_after_secret(&[key]) {
-                Some(hidden) => (format!("the setting at {at}"), hidden),
-                None => (format!("'{}' at {at}", key.name()), String::new()),
+        /// The key table of the `Options::parse` documentation, as a string literal.
+        macro_rules! key_table {
+            () => {
+                concat!(
+                    "| Key | Meaning | Unit / values | Default |\n",
+                    "|-----|---------|---------------|---------|\n",
+                    $("| `", $name, "` | ", $meaning, " | ", $values, " | ", $default, " |\n",)+
+                )
             };
-            return Err(config_error(format!(
-                "{what} needs TLS: add ssl=true or use a rediss:// URL (without TLS it would do nothing){hidden}"
-            )));
         }
-        let (min, max) = (
-            self.options.reconnect_min_delay,
-            self.options.reconnect_max_delay,
-        );
-        if min > max {
-            let reconnect = [OptionKey::ReconnectMin, OptionKey::ReconnectMax];
-            if let Some(hidden) = self.hidden_after_secret(&reconnect) {
-                return Err(config_error(format!(
-                    "the minimum reconnect delay is greater than the maximum{hidden}"
-                )));
-            }
-            return Err(config_error(format!(
-                "reconnectMin ({} ms) is greater than reconnectMax ({} ms)",
-                min.as_millis(),
-                max.as_millis()
-            )));
-        }
-        Ok(self.options)
-    }
-
-    /// What an error about the current item says instead of quoting it, when it
-    /// follows an unquoted secret; empty otherwise.
-    pub(super) fn not_shown(&self) -> String {
-        self.after_secret
-            .map(|secret| format!(" (not shown: {})", secret_tail_hint(secret)))
-            .unwrap_or_default()
-    }
-
-    /// `Some(what to say instead)` when any of `keys` was set after an unquoted secret.
-    fn hidden_after_secret(&self, keys: &[OptionKey]) -> Option<String> {
-        let secret = self.after_secret?;
-        keys.iter()
-            .any(|k| self.keys_after_secret.contains(k))
-            .then(|| format!(" (not shown: {})", secret_tail_hint(secret)))
-    }
-}
-
-/// Why something after the secret at `secret` is not shown, and how to write a secret
-/// that holds the separator.
-fn secret_tail_hint(secret: Position) -> String {
-    match secret {
-        Position::QueryItem(_) => format!(
-            "it follows the password at {secret} and may be part of it: percent-encode an '&' in a password as %26"
-        ),
-        _ => format!(
-            "it follows the unquoted password at {secret} and may be part of it: write a password that holds a comma in double quotes, password=\"...\""
-        ),
-    }
-}
-
-// What each kind of value should look like, as the error messages say it.
-const TEXT: &str = "a non-empty value";
-const NAME: &str = "a non-empty client name of printable characters without spaces";
-const HOST: &str = "a host name without spaces";
-const PATH: &str = "a file path";
-const DATABASE: &str = "a database index from 0 to 4294967295";
-const BOOL: &str = "true, false, yes, no, 1 or 0";
-const MILLIS: &str = "a whole number of milliseconds greater than zero";
-const SECONDS: &str = "a number of seconds greater than zero, like 10 or 2.5";
-const COUNT: &str = "a whole number of at least 1";
-const PROTOCOL: &str = "resp2, resp3, 2 or 3";
-const BACKLOG: &str = "queue or failfast";
-const MAINT_MODE: &str = "disabled, auto or enabled";
-const MOVING_TYPE: &str = "internal-ip, internal-fqdn, external-ip, external-fqdn or none";
-const PROVIDER: &str = "one of amr, azure, rediscloud, enterprise";
-const SERVICE: &str = "a service name of printable characters without spaces";
-
-fn text(v: &str) -> Option<String> {
-    (!v.is_empty()).then(|| v.to_string())
-}
-
-/// Why so strict: `CLIENT SETNAME` refuses any character outside `!`..=`~`, and that
-/// refusal would otherwise surface only at connect time, on every connection.
-fn client_name(v: &str) -> Option<String> {
-    let printable = v.chars().all(|c| ('!'..='~').contains(&c));
-    (!v.is_empty() && printable).then(|| v.to_string())
-}
-
-/// A Sentinel service name: sent as one argument and matched against the words of a
-/// `+switch-master` message, so it cannot hold a space.
-fn service_name(v: &str) -> Option<String> {
-    client_name(v)
-}
-
-fn host_name(v: &str) -> Option<String> {
-    let ok = !v.is_empty() && !v.chars().any(|c| c.is_whitespace() || c.is_control());
-    ok.then(|| v.to_string())
-}
-
-fn path(v: &str) -> Option<PathBuf> {
-    (!v.is_empty()).then(|| PathBuf::from(v))
-}
-
-/// Digits only: `str::parse` would also take a leading '+'.
-fn whole<T: std::str::FromStr>(v: &str) -> Option<T> {
-    if v.is_empty() || !v.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    v.parse().ok()
-}
-
-fn count(v: &str) -> Option<usize> {
-    whole::<usize>(v).filter(|&n| n >= 1)
-}
-
-/// Why zero is refused for every duration: a zero timeout fails every connect or
-/// command at once, and a zero reconnect delay doubles to zero forever (a busy loop).
-fn millis(v: &str) -> Option<Duration> {
-    whole::<u64>(v)
-        .filter(|&ms| ms > 0)
-        .map(Duration::from_millis)
-}
-
-/// Seconds as `digits[.digits]`, exact to the nanosecond (so `Display` round-trips);
-/// no sign, exponent, `inf` or `NaN`, which `f64` parsing would let through.
-fn seconds(v: &str) -> Option<Duration> {
-    let (whole_part, fraction) = v.split_once('.').unwrap_or((v, ""));
-    if v.ends_with('.') || fraction.len() > 9 || !fraction.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    let secs = whole::<u64>(whole_part)?;
-    let nanos = if fraction.is_empty() {
-        0
-    } else {
-        format!("{fraction:0<9}").parse::<u32>().ok()?
+        pub(super) use key_table;
     };
-    let d = Duration::new(secs, nanos);
-    (!d.is_zero()).then_some(d)
 }
 
-fn boolean(v: &str) -> Option<bool> {
-    match v.to_ascii_lowercase().as_str() {
-        "true" | "yes" | "1" => Some(true),
-        "false" | "no" | "0" => Some(false),
-        _ => None,
+impl OptionKey {
+    /// Its declaration.
+    pub(super) fn spec(self) -> &'static KeySpec {
+        &SPECS[self as usize]
+    }
+
+    /// The canonical spelling, as documented and as `Display` writes it.
+    pub(super) fn name(self) -> &'static str {
+        self.spec().name
+    }
+
+    /// The key spelled `name`, in any case.
+    pub(super) fn lookup(name: &str) -> Option<OptionKey> {
+        OptionKey::ALL
+            .into_iter()
+            .find(|key| key.name().eq_ignore_ascii_case(name))
     }
 }
 
-fn protocol(v: &str) -> Option<Protocol> {
-    match v.to_ascii_lowercase().as_str() {
-        "resp2" | "2" => Some(Protocol::Resp2),
-        "resp3" | "3" => Some(Protocol::Resp3),
-        _ => None,
+// The table. `parse` reads a value with a syntax of `values` and stores it (`None`: a
+// bad value); `display` gives what to write, or `None` to write nothing.
+option_keys! {
+    Password {
+        name: "password",
+        doc: ["Password (`AUTH`); never printed", "text", "none"],
+        role: Role::Secret,
+        expected: TEXT,
+        parse: |s, v, _| put_some(&mut s.options.password, text(v).map(Secret::new)),
+        display: never,
     }
-}
-
-fn backlog(v: &str) -> Option<BacklogPolicy> {
-    match v.to_ascii_lowercase().as_str() {
-        "queue" => Some(BacklogPolicy::Queue),
-        "failfast" => Some(BacklogPolicy::FailFast),
-        _ => None,
+    User {
+        name: "user",
+        doc: ["ACL user name", "text", "none (`default`)"],
+        role: Role::Plain,
+        expected: TEXT,
+        parse: |s, v, _| put_some(&mut s.options.user, text(v)),
+        display: |o, _| o.user.clone(),
     }
-}
-
-fn maint_mode(v: &str) -> Option<MaintNotifications> {
-    match v.to_ascii_lowercase().as_str() {
-        "disabled" => Some(MaintNotifications::Disabled),
-        "auto" => Some(MaintNotifications::Auto),
-        "enabled" => Some(MaintNotifications::Enabled),
-        _ => None,
+    Name {
+        name: "name",
+        doc: [
+            "Client name (`CLIENT SETNAME`); no spaces or special characters",
+            "text",
+            "none"
+        ],
+        role: Role::Plain,
+        expected: NAME,
+        parse: |s, v, _| put_some(&mut s.options.client_name, client_name(v)),
+        display: |o, _| o.client_name.clone(),
     }
-}
-
-fn moving_type(v: &str) -> Option<MovingEndpointType> {
-    [
-        MovingEndpointType::InternalIp,
-        MovingEndpointType::InternalFqdn,
-        MovingEndpointType::ExternalIp,
-        MovingEndpointType::ExternalFqdn,
-        MovingEndpointType::None,
-    ]
-    .into_iter()
-    .find(|t| t.as_str().eq_ignore_ascii_case(v))
-}
-
-fn provider(v: &str) -> Option<String> {
-    let lower = v.to_ascii_lowercase();
-    PROVIDERS.contains(&lower.as_str()).then_some(lower)
+    DefaultDatabase {
+        name: "defaultDatabase",
+        doc: ["Database to `SELECT`", "0 to 4294967295", "0"],
+        role: Role::Plain,
+        expected: DATABASE,
+        parse: |s, v, _| put(&mut s.options.database, whole(v)),
+        display: |o, d| differs(o.database, d.database, to_text),
+    }
+    Ssl {
+        name: "ssl",
+        doc: ["TLS on or off", "boolean", "false (true for `rediss://`)"],
+        role: Role::Plain,
+        expected: BOOL,
+        parse: |s, v, at| put_some(&mut s.ssl, boolean(v).map(|on| (on, at))),
+        display: |o, _| match o.provider_tls() {
+            ProviderSays::Omit => None,
+            ProviderSays::WritePinnedDefault => Some("false".to_string()),
+            ProviderSays::Nothing => o.tls.as_ref().map(|_| "true".to_string()),
+        },
+    }
+    SslHost {
+        name: "sslHost",
+        doc: ["Name to verify and send as SNI", "host name", "the endpoint host"],
+        role: Role::TlsDetail,
+        expected: HOST,
+        parse: |s, v, _| put_some(&mut s.tls.server_name, host_name(v)),
+        display: |o, _| o.tls.as_ref()?.server_name.clone(),
+    }
+    SslCaFile {
+        name: "sslCaFile",
+        doc: [
+            "PEM file of CA certificates to trust instead of the public roots",
+            "path",
+            "public roots"
+        ],
+        role: Role::TlsDetail,
+        expected: PATH,
+        parse: |s, v, _| put_some(&mut s.tls.ca_file, path(v)),
+        display: |o, _| Some(o.tls.as_ref()?.ca_file.as_ref()?.display().to_string()),
+    }
+    SslCert {
+        name: "sslCert",
+        doc: ["PEM client certificate chain (mutual TLS); needs `sslKey`", "path", "none"],
+        role: Role::TlsDetail,
+        expected: PATH,
+        parse: |s, v, _| put_some(&mut s.tls.client_cert_file, path(v)),
+        display: |o, _| Some(o.tls.as_ref()?.client_cert_file.as_ref()?.display().to_string()),
+    }
+    SslKey {
+        name: "sslKey",
+        doc: ["PEM private key of `sslCert`; needs `sslCert`", "path", "none"],
+        role: Role::TlsDetail,
+        expected: PATH,
+        parse: |s, v, _| put_some(&mut s.tls.client_key_file, path(v)),
+        display: |o, _| Some(o.tls.as_ref()?.client_key_file.as_ref()?.display().to_string()),
+    }
+    SslVerify {
+        name: "sslVerify",
+        doc: [
+            "Verify the server certificate (false logs a warning, once per client)",
+            "boolean",
+            "true"
+        ],
+        role: Role::TlsDetail,
+        expected: BOOL,
+        parse: |s, v, _| put(&mut s.tls.verify, boolean(v)),
+        display: |o, _| (!o.tls.as_ref()?.verify).then(|| "false".to_string()),
+    }
+    ConnectTimeout {
+        name: "connectTimeout",
+        doc: ["Time to connect and complete the handshake", "ms", "5000"],
+        role: Role::Plain,
+        expected: MILLIS,
+        parse: |s, v, _| put(&mut s.options.connect_timeout, millis(v)),
+        display: |o, d| differs(o.connect_timeout, d.connect_timeout, millis_text),
+    }
+    SyncTimeout {
+        name: "syncTimeout",
+        doc: ["Default time a command waits for its reply", "ms", "5000"],
+        role: Role::Plain,
+        expected: MILLIS,
+        parse: |s, v, _| put(&mut s.options.command_timeout, millis(v)),
+        display: |o, d| differs(o.command_timeout, d.command_timeout, millis_text),
+    }
+    KeepAlive {
+        name: "keepAlive",
+        doc: ["An idle connection is sent a heartbeat `PING` after this", "ms", "10000"],
+        role: Role::Plain,
+        expected: MILLIS,
+        parse: |s, v, _| put(&mut s.options.keep_alive, millis(v)),
+        display: |o, d| differs(o.keep_alive, d.keep_alive, millis_text),
+    }
+    Protocol {
+        name: "protocol",
+        doc: ["Force a RESP version", "`resp2`, `resp3`, `2`, `3`", "RESP3, falling back to RESP2"],
+        role: Role::Plain,
+        expected: PROTOCOL,
+        parse: |s, v, _| {
+            put_some(&mut s.options.protocol, protocol(v))?;
+            s.options.explicit.protocol = true;
+            Some(())
+        },
+        display: |o, _| match o.provider_protocol() {
+            ProviderSays::Omit => None,
+            _ => o.protocol.map(protocol_name),
+        },
+    }
+    AbortConnect {
+        name: "abortConnect",
+        doc: ["Fail `connect` when the first connection cannot be made", "boolean", "true"],
+        role: Role::Plain,
+        expected: BOOL,
+        parse: |s, v, _| put(&mut s.options.abort_connect, boolean(v)),
+        display: |o, d| differs(o.abort_connect, d.abort_connect, to_text),
+    }
+    Backlog {
+        name: "backlog",
+        doc: ["What commands do while disconnected", "`queue`, `failfast`", "`queue`"],
+        role: Role::Plain,
+        expected: BACKLOG,
+        parse: |s, v, _| put(&mut s.options.backlog, backlog(v)),
+        display: |o, d| differs(o.backlog, d.backlog, backlog_name),
+    }
+    BacklogLimit {
+        name: "backlogLimit",
+        doc: ["How many callers may wait for the connection at once", "count, at least 1", "10000"],
+        role: Role::Plain,
+        expected: COUNT,
+        parse: |s, v, _| put(&mut s.options.backlog_limit, count(v)),
+        display: |o, d| differs(o.backlog_limit, d.backlog_limit, to_text),
+    }
+    ReconnectMin {
+        name: "reconnectMin",
+        doc: ["First reconnect delay (doubles up to `reconnectMax`)", "ms", "100"],
+        role: Role::Plain,
+        expected: MILLIS,
+        parse: |s, v, _| put(&mut s.options.reconnect_min_delay, millis(v)),
+        display: |o, d| differs(o.reconnect_min_delay, d.reconnect_min_delay, millis_text),
+    }
+    ReconnectMax {
+        name: "reconnectMax",
+        doc: ["Longest reconnect delay; not below `reconnectMin`", "ms", "5000"],
+        role: Role::Plain,
+        expected: MILLIS,
+        parse: |s, v, _| put(&mut s.options.reconnect_max_delay, millis(v)),
+        display: |o, d| differs(o.reconnect_max_delay, d.reconnect_max_delay, millis_text),
+    }
+    BlockingPool {
+        name: "blockingPool",
+        doc: ["Connections for blocking commands, per server", "count, at least 1", "4"],
+        role: Role::Plain,
+        expected: COUNT,
+        parse: |s, v, _| put(&mut s.options.blocking_pool_size, count(v)),
+        display: |o, d| differs(o.blocking_pool_size, d.blocking_pool_size, to_text),
+    }
+    ReplicaReads {
+        name: "replicaReads",
+        doc: [
+            "Send read-only commands to replicas (cluster: with `READONLY`; \
+             primary/replica and Sentinel: by role)",
+            "boolean",
+            "false"
+        ],
+        role: Role::Plain,
+        expected: BOOL,
+        parse: |s, v, _| put(&mut s.options.replica_reads, boolean(v)),
+        display: |o, d| differs(o.replica_reads, d.replica_reads, to_text),
+    }
+    MaintNotifications {
+        name: "maintNotifications",
+        doc: [
+            "Maintenance notifications opt-in (`enabled` means *required*)",
+            "`disabled`, `auto`, `enabled`",
+            "`disabled`"
+        ],
+        role: Role::Plain,
+        expected: MAINT_MODE,
+        parse: |s, v, _| {
+            put(&mut s.options.maint_notifications, maint_mode(v))?;
+            s.options.explicit.maint = true;
+            Some(())
+        },
+        display: |o, d| match o.provider_maint() {
+            ProviderSays::Omit => None,
+            ProviderSays::WritePinnedDefault => Some(maint_mode_name(o.maint_notifications)),
+            ProviderSays::Nothing => {
+                differs(o.maint_notifications, d.maint_notifications, maint_mode_name)
+            }
+        },
+    }
+    MaintRelaxedTimeout {
+        name: "maintRelaxedTimeout",
+        doc: ["Command timeout during maintenance (a floor)", "**seconds**", "10"],
+        role: Role::Plain,
+        expected: SECONDS,
+        parse: |s, v, _| put(&mut s.options.maint_relaxed_timeout, seconds(v)),
+        display: |o, d| differs(o.maint_relaxed_timeout, d.maint_relaxed_timeout, seconds_text),
+    }
+    MaintRelaxedWindowMax {
+        name: "maintRelaxedWindowMax",
+        doc: [
+            "Backstop for a relaxed window nothing closes",
+            "**seconds**",
+            "3 × relaxed timeout"
+        ],
+        role: Role::Plain,
+        expected: SECONDS,
+        parse: |s, v, _| put_some(&mut s.options.maint_relaxed_window_max, seconds(v)),
+        display: |o, _| o.maint_relaxed_window_max.map(seconds_text),
+    }
+    MaintPostEventRelaxed {
+        name: "maintPostEventRelaxed",
+        doc: ["Relaxed tail after a closing notification", "**seconds**", "2 × relaxed timeout"],
+        role: Role::Plain,
+        expected: SECONDS,
+        parse: |s, v, _| put_some(&mut s.options.maint_post_event_relaxed, seconds(v)),
+        display: |o, _| o.maint_post_event_relaxed.map(seconds_text),
+    }
+    MaintMovingEndpointType {
+        name: "maintMovingEndpointType",
+        doc: [
+            "Address form `MOVING` should carry",
+            "`internal-ip`, `internal-fqdn`, `external-ip`, `external-fqdn`, `none`",
+            "detected"
+        ],
+        role: Role::Plain,
+        expected: MOVING_TYPE,
+        parse: |s, v, _| put_some(&mut s.options.maint_moving_endpoint_type, moving_type(v)),
+        display: |o, _| o.maint_moving_endpoint_type.map(|t| t.as_str().to_string()),
+    }
+    Defaults {
+        name: "defaults",
+        doc: [
+            "Provider whose deployment defaults apply ([`Options::provider`]): \
+             they fill in only what is not set",
+            "`amr`, `azure`, `rediscloud`, `enterprise`",
+            "recognised from the host"
+        ],
+        role: Role::Plain,
+        expected: PROVIDER,
+        parse: |s, v, _| put_some(&mut s.options.defaults, provider(v)),
+        display: |o, _| o.defaults.clone(),
+    }
+    ServiceName {
+        name: "serviceName",
+        doc: [
+            "Redis Sentinel: the service (master) name; the endpoints are then the sentinels",
+            "text without spaces",
+            "none"
+        ],
+        role: Role::Plain,
+        expected: SERVICE,
+        parse: |s, v, _| put_some(&mut s.options.service_name, service_name(v)),
+        display: |o, _| o.service_name.clone(),
+    }
+    SentinelUser {
+        name: "sentinelUser",
+        doc: ["ACL user for the sentinels (the data nodes use `user`)", "text", "none"],
+        role: Role::Plain,
+        expected: TEXT,
+        parse: |s, v, _| put_some(&mut s.options.sentinel_user, text(v)),
+        display: |o, _| o.sentinel_user.clone(),
+    }
+    SentinelPassword {
+        name: "sentinelPassword",
+        doc: [
+            "Password for the sentinels (the data nodes use `password`); never printed",
+            "text",
+            "none"
+        ],
+        role: Role::Secret,
+        expected: TEXT,
+        parse: |s, v, _| put_some(&mut s.options.sentinel_password, text(v).map(Secret::new)),
+        display: never,
+    }
 }

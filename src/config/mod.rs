@@ -13,8 +13,10 @@ mod options;
 mod parse;
 mod provider;
 mod provider_registry;
+mod settings;
 mod token;
 mod url;
+mod values;
 
 #[cfg(test)]
 mod tests;

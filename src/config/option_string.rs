@@ -7,8 +7,8 @@
 
 use std::borrow::Cow;
 
-use super::keys::Settings;
 use super::parse::{config_error, Position};
+use super::settings::Settings;
 use super::Options;
 use crate::error::Result;
 

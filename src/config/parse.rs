@@ -1,14 +1,15 @@
 //! The entry point from text to `Options`, and endpoints (`host:port`).
 //!
-//! Owns: `Options::parse` (and the documentation of every key), `parse_endpoint`, and
-//! `Position`, which is how errors point at the offending part of the input.
+//! Owns: `Options::parse` and its documentation (the key table in it is generated from
+//! the declarations in `keys`), `parse_endpoint`, and `Position`, which is how errors
+//! point at the offending part of the input.
 //! Must never: put user text that may hold a password into an error. Errors point with a
 //! position and a key name instead of quoting the value.
 
 use std::fmt;
 use std::net::Ipv6Addr;
 
-use super::{option_string, url, Endpoint, Options};
+use super::{keys, option_string, url, Endpoint, Options};
 use crate::error::{Error, ErrorKind, Result};
 
 /// The port used when an endpoint names none.
@@ -208,38 +209,7 @@ impl Options {
     /// settings of other clients. Durations must be greater than zero. Booleans are
     /// `true`/`false`, `yes`/`no` or `1`/`0`; names of choices are case-insensitive.
     ///
-    /// | Key | Meaning | Unit / values | Default |
-    /// |-----|---------|---------------|---------|
-    /// | `password` | Password (`AUTH`); never printed | text | none |
-    /// | `user` | ACL user name | text | none (`default`) |
-    /// | `name` | Client name (`CLIENT SETNAME`); no spaces or special characters | text | none |
-    /// | `defaultDatabase` | Database to `SELECT` | 0 to 4294967295 | 0 |
-    /// | `ssl` | TLS on or off | boolean | false (true for `rediss://`) |
-    /// | `sslHost` | Name to verify and send as SNI | host name | the endpoint host |
-    /// | `sslCaFile` | PEM file of CA certificates to trust instead of the public roots | path | public roots |
-    /// | `sslCert` | PEM client certificate chain (mutual TLS); needs `sslKey` | path | none |
-    /// | `sslKey` | PEM private key of `sslCert`; needs `sslCert` | path | none |
-    /// | `sslVerify` | Verify the server certificate (false logs a warning, once per client) | boolean | true |
-    /// | `connectTimeout` | Time to connect and complete the handshake | ms | 5000 |
-    /// | `syncTimeout` | Default time a command waits for its reply | ms | 5000 |
-    /// | `keepAlive` | An idle connection is sent a heartbeat `PING` after this | ms | 10000 |
-    /// | `protocol` | Force a RESP version | `resp2`, `resp3`, `2`, `3` | RESP3, falling back to RESP2 |
-    /// | `abortConnect` | Fail `connect` when the first connection cannot be made | boolean | true |
-    /// | `replicaReads` | Send read-only commands to replicas (cluster: with `READONLY`; primary/replica and Sentinel: by role) | boolean | false |
-    /// | `backlog` | What commands do while disconnected | `queue`, `failfast` | `queue` |
-    /// | `backlogLimit` | How many callers may wait for the connection at once | count, at least 1 | 10000 |
-    /// | `reconnectMin` | First reconnect delay (doubles up to `reconnectMax`) | ms | 100 |
-    /// | `reconnectMax` | Longest reconnect delay; not below `reconnectMin` | ms | 5000 |
-    /// | `blockingPool` | Connections for blocking commands, per server | count, at least 1 | 4 |
-    /// | `maintNotifications` | Maintenance notifications opt-in (`enabled` means *required*) | `disabled`, `auto`, `enabled` | `disabled` |
-    /// | `maintRelaxedTimeout` | Command timeout during maintenance (a floor) | **seconds** | 10 |
-    /// | `maintRelaxedWindowMax` | Backstop for a relaxed window nothing closes | **seconds** | 3 × relaxed timeout |
-    /// | `maintPostEventRelaxed` | Relaxed tail after a closing notification | **seconds** | 2 × relaxed timeout |
-    /// | `maintMovingEndpointType` | Address form `MOVING` should carry | `internal-ip`, `internal-fqdn`, `external-ip`, `external-fqdn`, `none` | detected |
-    /// | `defaults` | Provider whose deployment defaults apply ([`Options::provider`]): they fill in only what is not set | `amr`, `azure`, `rediscloud`, `enterprise` | recognised from the host |
-    /// | `serviceName` | Redis Sentinel: the service (master) name; the endpoints are then the sentinels | text without spaces | none |
-    /// | `sentinelUser` | ACL user for the sentinels (the data nodes use `user`) | text | none |
-    /// | `sentinelPassword` | Password for the sentinels (the data nodes use `password`); never printed | text | none |
+    #[doc = keys::key_table!()]
     ///
     /// The `ssl*` keys other than `ssl` itself need TLS on (`ssl=true` anywhere in the
     /// string, or a `rediss://` URL): without it they would silently do nothing, so they

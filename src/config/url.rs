@@ -5,8 +5,9 @@
 //! A password holding an unencoded `/`, `?` or `#` lands in the hosts, path or query,
 //! so any of them may be part of a secret.
 
-use super::keys::{OptionKey, Settings};
+use super::keys::OptionKey;
 use super::parse::{config_error, endpoint_from, Position};
+use super::settings::Settings;
 use super::Options;
 use crate::error::Result;
 

@@ -3,21 +3,67 @@
 //! Verification is on unless the user turned it off by name (`sslVerify=false`); that
 //! choice is logged as a warning, once per client (later connections log it at debug
 //! level), so it cannot go unnoticed nor flood the log on every reconnect.
+//!
+//! Built without the `tls` feature, only [`check_built`] and [`setup`] remain, and they
+//! refuse: the settings still parse (`ssl=true` and `rediss://` are valid input, and a
+//! provider may imply TLS), so the error comes when a client is connected, as an
+//! `ErrorKind::Config` that names the feature, not as a compile error.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
-use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
-use rustls::crypto::{verify_tls12_signature, verify_tls13_signature, CryptoProvider};
-use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
-use rustls_pki_types::pem::PemObject;
-use rustls_pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
-
-use crate::config::TlsOptions;
+use crate::config::{Options, TlsOptions};
 use crate::error::{Error, ErrorKind, Result};
-use crate::resolve::is_address_literal;
+
+#[cfg(feature = "tls")]
+use {
+    crate::resolve::is_address_literal,
+    rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier},
+    rustls::crypto::{verify_tls12_signature, verify_tls13_signature, CryptoProvider},
+    rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme},
+    rustls_pki_types::pem::PemObject,
+    rustls_pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime},
+    std::sync::atomic::Ordering,
+};
+
+/// What a client asked for TLS is told when the crate was built without it.
+#[cfg(not(feature = "tls"))]
+pub(crate) const TLS_NOT_BUILT: &str = "TLS was asked for (ssl=true, rediss://, a provider \
+    that implies TLS, or Options::tls) but resilient-redis was built without its `tls` \
+    feature: enable the feature (it is on by default) or connect without TLS";
+
+/// Refuses options that ask for TLS (after provider defaults) in a build without the
+/// `tls` feature.
+#[cfg(not(feature = "tls"))]
+pub(crate) fn check_built(options: &Options) -> Result<()> {
+    match options.tls {
+        Some(_) => Err(Error::new(ErrorKind::Config, TLS_NOT_BUILT)),
+        None => Ok(()),
+    }
+}
+
+/// With the `tls` feature, any TLS settings can be served.
+#[cfg(feature = "tls")]
+pub(crate) fn check_built(_options: &Options) -> Result<()> {
+    Ok(())
+}
+
+/// Without the `tls` feature there is no TLS configuration: never made.
+#[cfg(not(feature = "tls"))]
+pub(crate) enum TlsSetup {}
+
+/// Without the `tls` feature, asking for TLS is a configuration error.
+#[cfg(not(feature = "tls"))]
+pub(crate) fn setup(
+    _tls: &TlsOptions,
+    _host: &str,
+    _unverified_warned: Arc<AtomicBool>,
+) -> Result<TlsSetup> {
+    Err(Error::new(ErrorKind::Config, TLS_NOT_BUILT))
+}
 
 /// A ready TLS configuration and the name to verify and send as SNI.
+#[cfg(feature = "tls")]
 pub(crate) struct TlsSetup {
     pub config: Arc<ClientConfig>,
     pub server_name: ServerName<'static>,
@@ -29,6 +75,7 @@ pub(crate) struct TlsSetup {
     pub unverified_warned: Arc<AtomicBool>,
 }
 
+#[cfg(feature = "tls")]
 impl TlsSetup {
     /// The name to verify (and send as SNI) when the connection dials `host`, the
     /// endpoint a `MOVING` named instead of the node's own: `sslHost` when given, else
@@ -59,16 +106,19 @@ impl TlsSetup {
     }
 }
 
+#[cfg(feature = "tls")]
 fn tls_error(detail: impl Into<String>) -> Error {
     Error::new(ErrorKind::Tls, detail)
 }
 
+#[cfg(feature = "tls")]
 fn provider() -> Arc<CryptoProvider> {
     Arc::new(rustls::crypto::ring::default_provider())
 }
 
 /// Reads the certificates of a PEM file or buffer; an empty result is an error because
 /// a CA file with nothing in it would silently trust nothing.
+#[cfg(feature = "tls")]
 fn load_certs(pem: &[u8], what: &str) -> Result<Vec<CertificateDer<'static>>> {
     let certs: std::result::Result<Vec<_>, _> = CertificateDer::pem_slice_iter(pem).collect();
     let certs = certs.map_err(|e| tls_error(format!("cannot read {what}: {e}")).with_source(e))?;
@@ -78,6 +128,7 @@ fn load_certs(pem: &[u8], what: &str) -> Result<Vec<CertificateDer<'static>>> {
     Ok(certs)
 }
 
+#[cfg(feature = "tls")]
 fn read_file(path: &std::path::Path, what: &str) -> Result<Vec<u8>> {
     std::fs::read(path).map_err(|e| {
         Error::new(
@@ -88,6 +139,7 @@ fn read_file(path: &std::path::Path, what: &str) -> Result<Vec<u8>> {
 }
 
 /// Builds the configuration for one endpoint host.
+#[cfg(feature = "tls")]
 pub(crate) fn setup(
     tls: &TlsOptions,
     host: &str,
@@ -157,9 +209,11 @@ pub(crate) fn setup(
 }
 
 /// Accepts any certificate: only ever installed when `verify` was turned off by name.
+#[cfg(feature = "tls")]
 #[derive(Debug)]
 struct NoVerification(Arc<CryptoProvider>);
 
+#[cfg(feature = "tls")]
 impl ServerCertVerifier for NoVerification {
     fn verify_server_cert(
         &self,
@@ -205,7 +259,7 @@ impl ServerCertVerifier for NoVerification {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "tls"))]
 mod tests {
     use super::*;
 

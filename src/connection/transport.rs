@@ -5,6 +5,8 @@
 //! TLS cannot be split natively, so both halves share the rustls state under a mutex
 //! and only hold it for in-memory work: socket reads and writes happen outside it, and
 //! every TLS record goes to the socket under one write lock so records stay in order.
+//! Built without the `tls` feature, only the plain halves exist (`tls::setup` refuses
+//! before a transport is ever asked for TLS).
 
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream};
@@ -12,6 +14,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
+#[cfg(feature = "tls")]
 use rustls::ClientConnection;
 use socket2::{Domain, Protocol, SockAddr, Socket, TcpKeepalive, Type};
 
@@ -23,16 +26,19 @@ use crate::resolve::Resolver;
 /// The reading side, owned by the reader thread.
 pub(crate) enum ReadHalf {
     Plain(TcpStream),
+    #[cfg(feature = "tls")]
     Tls(TlsReader),
 }
 
 /// The writing side; whoever holds it writes whole frames.
 pub(crate) enum WriteHalf {
     Plain(TcpStream),
+    #[cfg(feature = "tls")]
     Tls(TlsShared),
 }
 
 /// What both TLS halves share.
+#[cfg(feature = "tls")]
 #[derive(Clone)]
 pub(crate) struct TlsShared {
     conn: Arc<Mutex<ClientConnection>>,
@@ -40,6 +46,7 @@ pub(crate) struct TlsShared {
 }
 
 /// The TLS read side: raw bytes from the socket are decrypted into the caller's buffer.
+#[cfg(feature = "tls")]
 pub(crate) struct TlsReader {
     shared: TlsShared,
     socket_in: TcpStream,
@@ -196,6 +203,32 @@ impl Transport {
                 shutdown,
             });
         };
+        Transport::secure(stream, peer, shutdown, tls, redirected, timeout)
+    }
+
+    /// Never called: built without the `tls` feature, no `TlsSetup` can exist.
+    #[cfg(not(feature = "tls"))]
+    fn secure(
+        _stream: TcpStream,
+        _peer: SocketAddr,
+        _shutdown: ShutdownHandle,
+        tls: &TlsSetup,
+        _redirected: Option<&str>,
+        _timeout: Duration,
+    ) -> Result<Transport> {
+        match *tls {}
+    }
+
+    /// The TLS handshake over a connected socket, then the two halves sharing its state.
+    #[cfg(feature = "tls")]
+    fn secure(
+        stream: TcpStream,
+        peer: SocketAddr,
+        shutdown: ShutdownHandle,
+        tls: &TlsSetup,
+        redirected: Option<&str>,
+        timeout: Duration,
+    ) -> Result<Transport> {
         tls.warn_if_unverified(peer);
         let name = match redirected {
             Some(host) => tls.name_for_redirect(host),
@@ -248,6 +281,7 @@ impl Read for Polling<'_> {
         match self.0 {
             #[cfg(unix)]
             ReadHalf::Plain(s) => recv_now(s, buf),
+            #[cfg(feature = "tls")]
             ReadHalf::Tls(t) => t.read_with(buf, true),
             #[cfg(not(unix))]
             _ => Err(io::ErrorKind::WouldBlock.into()),
@@ -266,6 +300,7 @@ impl Read for ReadHalf {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         match self {
             ReadHalf::Plain(s) => s.read(buf),
+            #[cfg(feature = "tls")]
             ReadHalf::Tls(t) => t.read_with(buf, false),
         }
     }
@@ -279,6 +314,7 @@ fn recv_now(s: &TcpStream, buf: &mut [u8]) -> io::Result<usize> {
         .map_err(io::Error::from)
 }
 
+#[cfg(feature = "tls")]
 impl TlsReader {
     /// Plaintext from the record layer, reading the socket when it has none; with
     /// `poll` that socket read does not wait (`WouldBlock`), so a direct reader can poll
@@ -330,6 +366,7 @@ impl TlsReader {
     }
 }
 
+#[cfg(feature = "tls")]
 impl TlsShared {
     /// Sends whatever TLS records are ready, under the socket write lock.
     fn flush_tls(&self) -> io::Result<()> {
@@ -368,6 +405,7 @@ impl WriteHalf {
     pub(crate) fn write_all(&mut self, data: &[u8]) -> io::Result<()> {
         match self {
             WriteHalf::Plain(s) => s.write_all(data),
+            #[cfg(feature = "tls")]
             WriteHalf::Tls(t) => t.write_all(data),
         }
     }

@@ -4,7 +4,8 @@
 //!
 //! The TLS step is a ureq `Connector` from its `unversioned` transport API (the only
 //! way to install a rustls `ClientConfig` with a custom verifier), which may change in
-//! a ureq minor release; Cargo.toml pins ureq to 3.5.x for that reason.
+//! a ureq minor release. Cargo.toml does not cap ureq (an application may need a newer
+//! 3.x), so this file is the one place to adapt when it does.
 
 use std::fmt;
 use std::io::{self, Read, Write};

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use super::{parse, parse_err};
-use crate::config::keys::OptionKey;
+use crate::config::keys::{key_table, OptionKey};
 use crate::config::{BacklogPolicy, MaintNotifications, MovingEndpointType, Options, Protocol};
 
 /// Parses `h,<key>=<value>` (with `ssl=true` first for the keys that need TLS).
@@ -263,41 +263,63 @@ fn error_does_not_quote_the_bad_value() {
     assert!(!e.contains("distinctive_value"), "{e}");
 }
 
+/// The `Options::parse` table is generated from the declarations: a row per key, in
+/// `Display` order.
 #[test]
 fn every_key_is_documented_in_the_parse_table() {
-    let source = include_str!("../parse.rs");
-    for key in OptionKey::ALL {
-        let row = format!("/// | `{}` |", key.name());
-        assert!(source.contains(&row), "no table row for {}", key.name());
+    let table = key_table!();
+    let rows: Vec<&str> = table.lines().skip(2).collect();
+    assert_eq!(rows.len(), OptionKey::ALL.len());
+    for (row, key) in rows.iter().zip(OptionKey::ALL) {
+        let start = format!("| `{}` |", key.name());
+        assert!(
+            row.starts_with(&start),
+            "{row} should document {}",
+            key.name()
+        );
     }
+}
+
+/// A default the table gives as a value (a number, `true`/`false`, or one word in
+/// backticks) is the one `Options::default()` holds: written back, it is left out.
+#[test]
+fn documented_defaults_are_the_defaults() {
+    let defaults = Options::default();
+    let mut checked = 0;
+    for key in OptionKey::ALL {
+        let spec = key.spec();
+        let documented = spec.doc[2].trim_matches('`');
+        let is_value = documented.parse::<f64>().is_ok()
+            || documented == "true"
+            || documented == "false"
+            || (spec.doc[2].starts_with('`') && !documented.contains(['`', ' ']));
+        if !is_value {
+            continue;
+        }
+        let o = parse(&format!("h,ssl=true,{}={documented}", key.name()));
+        assert_eq!(
+            (spec.display)(&o, &defaults),
+            None,
+            "{} is documented to default to {documented}",
+            key.name()
+        );
+        checked += 1;
+    }
+    assert!(checked >= 10, "only {checked} documented defaults checked");
 }
 
 /// docs/configuration.md carries the key table of `Options::parse` row for row (with
 /// rustdoc's `[`links`]` written as plain code), so the guide cannot drift from the
-/// parser's own documentation, and every key is in both.
+/// declarations, and every key is in both.
 #[test]
 fn the_configuration_guide_has_the_parse_table_row_for_row() {
-    let source = include_str!("../parse.rs");
     let guide = include_str!("../../../docs/configuration.md");
-    let rows: Vec<String> = source
-        .lines()
-        .filter_map(|l| l.trim_start().strip_prefix("/// |"))
-        .map(|rest| format!("|{rest}").replace("[`", "`").replace("`]", "`"))
-        .collect();
-    let table = rows.join("\n");
-    for row in &rows {
-        assert!(
-            guide.lines().any(|l| l.trim_end() == row),
-            "docs/configuration.md lacks this row of the Options::parse table:\n{row}\n\n\
-             the whole table, to paste:\n{table}"
-        );
-    }
-    for key in OptionKey::ALL {
-        let row = format!("| `{}` |", key.name());
-        assert!(
-            guide.lines().any(|l| l.starts_with(&row)),
-            "docs/configuration.md has no row for {}",
-            key.name()
-        );
-    }
+    let table = key_table!().replace("[`", "`").replace("`]", "`");
+    let rows: Vec<&str> = table.lines().collect();
+    let lines: Vec<&str> = guide.lines().map(str::trim_end).collect();
+    assert!(
+        lines.windows(rows.len()).any(|w| w == rows.as_slice()),
+        "docs/configuration.md lacks the Options::parse key table, row for row and in \
+         order; the whole table, to paste:\n{table}"
+    );
 }
