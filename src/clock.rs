@@ -78,8 +78,6 @@ pub fn system() -> Arc<dyn Clock> {
     Arc::new(SystemClock)
 }
 
-/// `start + d`, saturating far in the future instead of overflowing (`BLPOP 0` waits
-/// "forever", which `Instant` cannot represent).
 /// A fraction in [0, 1) that differs from call to call and process to process (std's
 /// per-process random hash keys over the time): for jitter that keeps a fleet of
 /// clients from acting in step. Not for anything that needs real randomness.
@@ -90,8 +88,26 @@ pub(crate) fn jitter_fraction() -> f64 {
     (h.finish() >> 11) as f64 / (1u64 << 53) as f64
 }
 
+/// `start + d`, saturating far in the future instead of overflowing (`BLPOP 0` waits
+/// "forever", which `Instant` cannot represent).
 pub(crate) fn deadline_after(start: Instant, d: Duration) -> Instant {
     start
         .checked_add(d)
         .unwrap_or_else(|| start + Duration::from_secs(100 * 365 * 24 * 3600))
+}
+
+/// Unit tests' way to wait for a condition: polls `cond` every millisecond until it
+/// holds or `within` has passed, and says which.
+#[cfg(test)]
+pub(crate) fn poll_until(within: Duration, mut cond: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + within;
+    loop {
+        if cond() {
+            return true;
+        }
+        if Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
 }

@@ -5,7 +5,7 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use super::transport::Dial;
 use super::*;
@@ -52,14 +52,7 @@ fn config(
 }
 
 fn wait_until(what: impl Fn() -> bool) -> bool {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while Instant::now() < deadline {
-        if what() {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(1));
-    }
-    what()
+    crate::clock::poll_until(Duration::from_secs(10), what)
 }
 
 fn echo(conn: &Connection, token: &str, timeout: Duration) -> std::result::Result<Value, String> {

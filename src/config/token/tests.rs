@@ -11,20 +11,6 @@ fn ms(n: u64) -> Duration {
     Duration::from_millis(n)
 }
 
-/// Polls `cond` until it holds or `within` passes.
-fn eventually(within: Duration, mut cond: impl FnMut() -> bool) -> bool {
-    let deadline = Instant::now() + within;
-    loop {
-        if cond() {
-            return true;
-        }
-        if Instant::now() >= deadline {
-            return false;
-        }
-        std::thread::sleep(ms(5));
-    }
-}
-
 fn token(n: u32, life: Duration) -> Token {
     Token::new(
         Credentials::user(format!("u{n}"), format!("secret-{n}")),
@@ -82,7 +68,7 @@ fn a_failing_source_is_retried_and_reported_while_the_token_serves_then_recovers
         .start()
         .unwrap();
     down.store(true, Ordering::SeqCst);
-    assert!(eventually(Duration::from_secs(5), || tokens
+    assert!(crate::clock::poll_until(Duration::from_secs(5), || tokens
         .renewal_failure()
         .is_some_and(|f| f.sequence >= 3)));
     let failure = tokens.renewal_failure().unwrap();
@@ -104,7 +90,9 @@ fn a_failing_source_is_retried_and_reported_while_the_token_serves_then_recovers
     assert_eq!(tokens.generation(), 0);
     assert_eq!(tokens.credentials().unwrap().secret().expose(), "secret-0");
     down.store(false, Ordering::SeqCst);
-    assert!(eventually(Duration::from_secs(5), || tokens.generation() == 1));
+    assert!(crate::clock::poll_until(Duration::from_secs(5), || tokens
+        .generation()
+        == 1));
     assert_eq!(tokens.credentials().unwrap().secret().expose(), "secret-1");
     // Kept after the recovery: an observer tells new failures by their sequence.
     assert!(tokens.renewal_failure().is_some());
@@ -118,27 +106,27 @@ fn once_the_token_has_ended_credentials_is_an_auth_error_that_says_why() {
         .start()
         .unwrap();
     down.store(true, Ordering::SeqCst);
-    assert!(eventually(Duration::from_secs(5), || tokens
+    assert!(crate::clock::poll_until(Duration::from_secs(5), || tokens
         .credentials()
         .is_err()));
     let e = tokens.credentials().unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Auth);
     assert!(e.detail().contains("no valid token"), "{e}");
     assert!(
-        eventually(Duration::from_secs(5), || tokens.credentials().is_err_and(
-            |e| e.detail().contains("identity service unreachable")
-        )),
+        crate::clock::poll_until(Duration::from_secs(5), || tokens
+            .credentials()
+            .is_err_and(|e| e.detail().contains("identity service unreachable"))),
         "{:?}",
         tokens.credentials()
     );
     assert!(!e.to_string().contains("secret-"), "{e}");
     assert_eq!(tokens.valid_for(), None);
-    assert!(eventually(Duration::from_secs(5), || tokens
+    assert!(crate::clock::poll_until(Duration::from_secs(5), || tokens
         .renewal_failure()
         .is_some_and(|f| f.valid_for.is_none())));
     // Asked again, at the longest pause: it comes back.
     down.store(false, Ordering::SeqCst);
-    assert!(eventually(Duration::from_secs(5), || tokens
+    assert!(crate::clock::poll_until(Duration::from_secs(5), || tokens
         .credentials()
         .is_ok()));
 }
@@ -218,7 +206,7 @@ fn a_fetch_under_way_does_not_hold_up_the_drop_and_the_thread_ends_after_it() {
     assert!(started.elapsed() < Duration::from_secs(1), "not waited for");
     assert!(shared.upgrade().is_some(), "still inside the fetch");
     release.send(()).unwrap();
-    assert!(eventually(Duration::from_secs(5), || shared
+    assert!(crate::clock::poll_until(Duration::from_secs(5), || shared
         .upgrade()
         .is_none()));
     assert_eq!(calls.load(Ordering::SeqCst), 2, "no fetch after the drop");
@@ -236,7 +224,9 @@ fn a_panicking_source_is_a_failure_not_the_end_of_renewals() {
     .retry_delays(ms(10), ms(10))
     .start()
     .unwrap();
-    assert!(eventually(Duration::from_secs(5), || tokens.generation() >= 1));
+    assert!(crate::clock::poll_until(Duration::from_secs(5), || tokens
+        .generation()
+        >= 1));
     let failure = tokens.renewal_failure().unwrap();
     assert!(failure.error.detail().contains("panicked"), "{failure:?}");
     assert_eq!(failure.sequence, 1);
