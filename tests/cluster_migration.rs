@@ -37,6 +37,25 @@ fn client(t: &Transport, cluster: &FakeCluster, nodes: usize) -> Client {
     c
 }
 
+/// Waits until no topology refresh is under way or due: the count has stayed put for
+/// a few refresh periods. The connects ask for refreshes of their own (a node that
+/// comes up later, as a TLS one does, asks again), which a count taken too early would
+/// mistake for the test's. Returns the settled count.
+fn settle(c: &Client) -> u64 {
+    let refreshes = || c.cluster_stats().unwrap().refreshes;
+    let mut seen = refreshes();
+    let mut steady = 0;
+    let deadline = std::time::Instant::now() + SOON;
+    while steady < 5 && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+        let now = refreshes();
+        steady = if now == seen { steady + 1 } else { 0 };
+        seen = now;
+    }
+    assert_eq!(steady, 5, "the topology refreshes never settled");
+    seen
+}
+
 fn host_port(cluster: &FakeCluster, i: usize) -> String {
     format!("127.0.0.1:{}", cluster.node(i).port())
 }
@@ -50,8 +69,7 @@ fn smigrated(from: String, to: String, slots: &str) -> Notification {
 fn ten_smigrated_for_this_node_make_one_refresh_and_other_nodes_triplets_none(t: Transport) {
     let cluster = t.cluster(3);
     let c = client(&t, &cluster, 3);
-    // Settle: whatever refresh the connects asked for is done (and released) now.
-    c.refresh_topology().unwrap();
+    settle(&c);
     let cluster_commands = || -> u64 {
         cluster
             .nodes()
@@ -90,9 +108,12 @@ fn ten_smigrated_for_this_node_make_one_refresh_and_other_nodes_triplets_none(t:
     assert!(wait_until(SOON, || stats().slot_migrations == 10));
     assert!(wait_until(SOON, || stats().refreshes == refreshes + 1));
     // Past the largest jitter, still one.
-    assert!(!wait_until(Duration::from_millis(1500), || stats()
-        .refreshes
-        > refreshes + 1));
+    assert!(
+        !wait_until(Duration::from_millis(1500), || stats().refreshes
+            > refreshes + 1),
+        "{:?} (before: {refreshes} refreshes)",
+        stats()
+    );
     assert_eq!(cluster_commands(), commands + 1, "one CLUSTER SHARDS");
     // The refresh corrected what the triplets claimed (the fake never moved slot 0).
     c.database().set("{a}x", 1).unwrap();
@@ -118,17 +139,8 @@ fn sharded_delivery_resumes_after_migration(t: Transport, sunsubscribe: bool) {
         }
     }
     // Counted once no refresh that began before the injection can still complete (a
-    // refresh in flight at the injection is no evidence either way): the count has
-    // stayed put for a few refresh periods.
-    let mut refreshes = c.cluster_stats().unwrap().refreshes;
-    let mut steady = 0;
-    let settle = std::time::Instant::now() + Duration::from_secs(5);
-    while steady < 3 && std::time::Instant::now() < settle {
-        std::thread::sleep(Duration::from_millis(100));
-        let now = c.cluster_stats().unwrap().refreshes;
-        steady = if now == refreshes { steady + 1 } else { 0 };
-        refreshes = now;
-    }
+    // refresh in flight at the injection is no evidence either way).
+    let refreshes = settle(&c);
 
     cluster.migrate(slot..=slot, from, to, true).unwrap();
     assert!(
