@@ -87,6 +87,8 @@ pub(crate) fn zadd(ctx: &mut Ctx<'_, '_>, args: &[Vec<u8>]) -> Reply {
         last = Some(new);
     }
     db.drop_if_empty(&args[1]);
+    // Wakes a blocked BZPOPMIN/BZPOPMAX now rather than at its next poll.
+    ctx.pushed = added > 0;
     if incr {
         return match last {
             Some(s) => Reply::Value(score_value(s)),

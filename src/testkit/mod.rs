@@ -90,14 +90,24 @@
 //! ```
 
 mod accept;
+mod blocking;
 mod cluster;
 mod cluster_cmds;
+mod cmd_config;
 mod cmd_hashes;
 mod cmd_keys;
+mod cmd_keyspace;
 mod cmd_lists;
+mod cmd_lists_edit;
+mod cmd_lists_move;
+mod cmd_scripting;
 mod cmd_server;
 mod cmd_sets;
+mod cmd_sets_algebra;
+mod cmd_streams;
+mod cmd_streams_read;
 mod cmd_strings;
+mod cmd_strings_range;
 mod cmd_zsets;
 mod cmd_zsets_pop;
 mod conn;
@@ -116,7 +126,9 @@ mod server;
 mod session;
 mod slots;
 mod store;
+mod stream;
 mod table;
+mod table_data;
 mod tls;
 mod transactions;
 

@@ -5,10 +5,13 @@
 //! checked on every access, as the server's lazy expiry does), or let a write go
 //! unrecorded (every write bumps the key's version, or `EXEC` would miss it).
 
-use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+use std::sync::atomic::AtomicUsize;
 use std::time::Instant;
 
 use parking_lot::{Condvar, Mutex};
+
+use super::stream::Stream;
 
 /// Number of logical databases (`SELECT 0..15`), the server's default.
 pub(crate) const DATABASES: usize = 16;
@@ -131,6 +134,7 @@ pub(crate) enum Data {
     List(VecDeque<Vec<u8>>),
     Set(OrderedMap<()>),
     ZSet(ZSet),
+    Stream(Stream),
 }
 
 impl Data {
@@ -142,12 +146,14 @@ impl Data {
             Data::List(_) => "list",
             Data::Set(_) => "set",
             Data::ZSet(_) => "zset",
+            Data::Stream(_) => "stream",
         }
     }
 
     fn is_empty_aggregate(&self) -> bool {
         match self {
-            Data::Str(_) => false,
+            // An emptied stream stays, as on the server (its last id must not go back).
+            Data::Str(_) | Data::Stream(_) => false,
             Data::Hash(h) => h.is_empty(),
             Data::List(l) => l.is_empty(),
             Data::Set(s) => s.is_empty(),
@@ -299,17 +305,26 @@ impl Db {
     }
 }
 
-/// All databases of one server.
+/// All databases of one server, and the server-wide state commands change under the
+/// same lock: the script cache and the configuration.
 pub(crate) struct Dbs {
     pub dbs: Vec<Db>,
+    /// SHA-1 digests `SCRIPT LOAD` has seen (the fake keeps no Lua, only the names).
+    pub scripts: BTreeSet<String>,
+    /// `CONFIG GET`/`SET` parameters, by lowercase name.
+    pub config: BTreeMap<String, String>,
 }
 
 /// The store, locked as a whole: every command runs under this lock, so a command (and
 /// a whole `EXEC`) is atomic like on the single-threaded server.
 pub(crate) struct Store {
     pub data: Mutex<Dbs>,
-    /// Signalled whenever a list is pushed to, for `BLPOP`/`BRPOP` waiters.
-    pub list_pushed: Condvar,
+    /// Signalled after a command that may serve a blocked one (a list push, a stream
+    /// entry, a sorted-set add), so waiters look again at once rather than at their
+    /// next poll.
+    pub pushed: Condvar,
+    /// Connections blocked in a command right now (`INFO clients`).
+    pub blocked: AtomicUsize,
 }
 
 impl Store {
@@ -317,8 +332,11 @@ impl Store {
         Store {
             data: Mutex::new(Dbs {
                 dbs: (0..DATABASES).map(|_| Db::default()).collect(),
+                scripts: BTreeSet::new(),
+                config: super::cmd_config::defaults(),
             }),
-            list_pushed: Condvar::new(),
+            pushed: Condvar::new(),
+            blocked: AtomicUsize::new(0),
         }
     }
 }
@@ -381,6 +399,7 @@ typed_access!(
 typed_access!(list_ref, list_mut, List, VecDeque<Vec<u8>>, VecDeque::new());
 typed_access!(set_ref, set_mut, Set, OrderedMap<()>, OrderedMap::default());
 typed_access!(zset_ref, zset_mut, ZSet, ZSet, ZSet::default());
+typed_access!(stream_ref, stream_mut, Stream, Stream, Stream::default());
 
 #[cfg(test)]
 mod tests {
