@@ -19,7 +19,9 @@ const BLOCKED_POLL: Duration = Duration::from_millis(20);
 /// A timeout in seconds, fractions allowed (`BLPOP`, `BZPOPMIN`); `None` waits forever.
 pub(crate) fn timeout_secs(arg: &[u8]) -> Result<Option<Duration>, Reply> {
     match parse_float(arg) {
-        Some(t) if t < 0.0 => Err(err("ERR timeout is negative")),
+        // The server converts to milliseconds in an i64: too large a timeout overflows
+        // to a negative one there.
+        Some(t) if t < 0.0 || t * 1000.0 >= i64::MAX as f64 => Err(err("ERR timeout is negative")),
         Some(t) if t.is_finite() => Ok((t > 0.0).then(|| Duration::from_secs_f64(t))),
         _ => Err(err("ERR timeout is not a float or out of range")),
     }
