@@ -37,6 +37,9 @@ pub(crate) fn rpush(ctx: &mut Ctx<'_, '_>, args: &[Vec<u8>]) -> Reply {
 
 fn pop(ctx: &mut Ctx<'_, '_>, args: &[Vec<u8>], left: bool) -> Reply {
     let now = ctx.now;
+    if args.len() > 3 {
+        return reply::wrong_arity(if left { "lpop" } else { "rpop" });
+    }
     let count = match args.get(2) {
         None => None,
         Some(c) => match parse_int(c) {
@@ -44,9 +47,6 @@ fn pop(ctx: &mut Ctx<'_, '_>, args: &[Vec<u8>], left: bool) -> Reply {
             _ => return err("ERR value is out of range, must be positive"),
         },
     };
-    if args.len() > 3 {
-        return reply::wrong_arity(if left { "lpop" } else { "rpop" });
-    }
     let db = ctx.db();
     let popped: Vec<Vec<u8>> = match db.list_mut(&args[1], now, false) {
         Ok(Some(list)) => {
@@ -131,14 +131,14 @@ pub(crate) fn llen(ctx: &mut Ctx<'_, '_>, args: &[Vec<u8>]) -> Reply {
     }
 }
 
-/// `LINDEX key index`
+/// `LINDEX key index` (the key is looked at before the index, as the server does)
 pub(crate) fn lindex(ctx: &mut Ctx<'_, '_>, args: &[Vec<u8>]) -> Reply {
     let now = ctx.now;
-    let Some(i) = parse_int(&args[2]) else {
-        return reply::not_integer();
-    };
     match ctx.db().list_ref(&args[1], now) {
         Ok(Some(list)) => {
+            let Some(i) = parse_int(&args[2]) else {
+                return reply::not_integer();
+            };
             let idx = if i < 0 { list.len() as i64 + i } else { i };
             match usize::try_from(idx).ok().and_then(|i| list.get(i)) {
                 Some(v) => bulk(v.clone()),

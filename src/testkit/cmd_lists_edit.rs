@@ -35,14 +35,14 @@ pub(crate) fn rpushx(ctx: &mut Ctx<'_, '_>, args: &[Vec<u8>]) -> Reply {
     pushx(ctx, args, false)
 }
 
-/// `LSET key index value`
+/// `LSET key index value` (the key is looked at before the index, as the server does)
 pub(crate) fn lset(ctx: &mut Ctx<'_, '_>, args: &[Vec<u8>]) -> Reply {
     let now = ctx.now;
-    let Some(i) = parse_int(&args[2]) else {
-        return reply::not_integer();
-    };
     match ctx.db().list_mut(&args[1], now, false) {
         Ok(Some(list)) => {
+            let Some(i) = parse_int(&args[2]) else {
+                return reply::not_integer();
+            };
             let idx = if i < 0 { list.len() as i64 + i } else { i };
             match usize::try_from(idx).ok().and_then(|i| list.get_mut(i)) {
                 Some(slot) => {
@@ -146,16 +146,22 @@ fn lpos_options(args: &[Vec<u8>]) -> Result<(i64, Option<usize>, usize), Reply> 
         let Some(value) = args.get(i + 1) else {
             return Err(reply::syntax_error());
         };
-        let n = match opt.as_str() {
-            "RANK" | "COUNT" | "MAXLEN" => parse_int(value).ok_or_else(reply::not_integer)?,
-            _ => return Err(reply::syntax_error()),
-        };
+        // COUNT and MAXLEN take one message for anything but a count, as on the server.
+        let negative = || err(format!("ERR {opt} can't be negative"));
         match opt.as_str() {
-            "RANK" if n == 0 || n == i64::MIN => return Err(err("ERR RANK can't be zero: use 1 to start from the first match, 2 from the second ... or use negative to start from the end of the list")),
-            "RANK" => rank = n,
-            _ if n < 0 => return Err(err(format!("ERR {opt} can't be negative"))),
-            "COUNT" => count = Some(n as usize),
-            _ => maxlen = n as usize,
+            "RANK" => match parse_int(value).ok_or_else(reply::not_integer)? {
+                0 | i64::MIN => return Err(err("ERR RANK can't be zero: use 1 to start from the first match, 2 from the second ... or use negative to start from the end of the list")),
+                n => rank = n,
+            },
+            "COUNT" | "MAXLEN" => {
+                let n = parse_int(value).filter(|n| *n >= 0).ok_or_else(negative)? as usize;
+                if opt == "COUNT" {
+                    count = Some(n);
+                } else {
+                    maxlen = n;
+                }
+            }
+            _ => return Err(reply::syntax_error()),
         }
         i += 2;
     }

@@ -274,18 +274,17 @@ pub(crate) fn incrby(ctx: &mut Ctx<'_, '_>, args: &[Vec<u8>]) -> Reply {
 
 /// `DECRBY key delta`
 pub(crate) fn decrby(ctx: &mut Ctx<'_, '_>, args: &[Vec<u8>]) -> Reply {
-    match parse_int(&args[2]).and_then(i64::checked_neg) {
-        Some(d) => incr_by(ctx, &args[1], d),
+    match parse_int(&args[2]) {
+        Some(i64::MIN) => err("ERR decrement would overflow"),
+        Some(d) => incr_by(ctx, &args[1], -d),
         None => reply::not_integer(),
     }
 }
 
 /// `INCRBYFLOAT key delta`: the new value as a bulk string (in both protocols).
+/// The key's type is checked before the increment, as the server does.
 pub(crate) fn incrbyfloat(ctx: &mut Ctx<'_, '_>, args: &[Vec<u8>]) -> Reply {
     let now = ctx.now;
-    let Some(delta) = parse_float(&args[2]) else {
-        return reply::not_float();
-    };
     let db = ctx.db();
     let current = match db.str_ref(&args[1], now) {
         Ok(Some(v)) => match parse_float(v) {
@@ -294,6 +293,9 @@ pub(crate) fn incrbyfloat(ctx: &mut Ctx<'_, '_>, args: &[Vec<u8>]) -> Reply {
         },
         Ok(None) => 0.0,
         Err(()) => return reply::wrong_type(),
+    };
+    let Some(delta) = parse_float(&args[2]) else {
+        return reply::not_float();
     };
     let next = current + delta;
     if !next.is_finite() {

@@ -52,6 +52,9 @@ fn score(ctx: &Ctx<'_, '_>, s: f64) -> Value {
 }
 
 fn pop_reply(ctx: &mut Ctx<'_, '_>, args: &[Vec<u8>], min: bool) -> Reply {
+    if args.len() > 3 {
+        return reply::syntax_error();
+    }
     let count = match args.get(2) {
         None => None,
         Some(c) => match parse_int(c) {
@@ -59,9 +62,6 @@ fn pop_reply(ctx: &mut Ctx<'_, '_>, args: &[Vec<u8>], min: bool) -> Reply {
             _ => return err("ERR value is out of range, must be positive"),
         },
     };
-    if args.len() > 3 {
-        return reply::syntax_error();
-    }
     let popped = match pop(ctx, &args[1], count.unwrap_or(1), min) {
         Ok(p) => p,
         Err(()) => return reply::wrong_type(),
