@@ -1,7 +1,9 @@
 //! Hash commands: HSET, HMSET, HSETNX, HGET, HMGET, HGETALL (a map in RESP3, a flat
-//! array in RESP2), HDEL, HEXISTS, HINCRBY, HKEYS, HVALS, HLEN.
+//! array in RESP2), HDEL, HEXISTS, HINCRBY, HINCRBYFLOAT, HKEYS, HVALS, HLEN, HSTRLEN.
 
-use super::reply::{self, bulk, bulk_value, err, int, nil, ok, parse_int, Reply};
+use super::reply::{
+    self, bulk, bulk_value, err, format_float, int, nil, ok, parse_float, parse_int, Reply,
+};
 use super::session::Ctx;
 use crate::resp::Value;
 
@@ -134,6 +136,50 @@ pub(crate) fn hincrby(ctx: &mut Ctx<'_, '_>, args: &[Vec<u8>]) -> Reply {
             int(next)
         }
         _ => reply::wrong_type(),
+    }
+}
+
+/// `HINCRBYFLOAT key field delta`: the new value as a bulk string (both protocols).
+/// Computed in `f64` where the server uses `long double`: a sum that is not exact in
+/// binary (`0.1 + 0.2`) can print differently in its last digits.
+pub(crate) fn hincrbyfloat(ctx: &mut Ctx<'_, '_>, args: &[Vec<u8>]) -> Reply {
+    let now = ctx.now;
+    let Some(delta) = parse_float(&args[3]) else {
+        return reply::not_float();
+    };
+    if !delta.is_finite() {
+        return err("ERR value is NaN or Infinity");
+    }
+    let db = ctx.db();
+    let current = match db.hash_ref(&args[1], now) {
+        Ok(h) => match h.and_then(|h| h.get(&args[2])) {
+            Some(v) => match parse_float(v) {
+                Some(n) => n,
+                None => return err("ERR hash value is not a float"),
+            },
+            None => 0.0,
+        },
+        Err(()) => return reply::wrong_type(),
+    };
+    let next = current + delta;
+    if !next.is_finite() {
+        return err("ERR increment would produce NaN or Infinity");
+    }
+    let text = format_float(next);
+    if let Ok(Some(h)) = db.hash_mut(&args[1], now, true) {
+        h.insert(args[2].clone(), text.clone().into_bytes());
+    }
+    bulk(text)
+}
+
+/// `HSTRLEN key field` (0 when missing)
+pub(crate) fn hstrlen(ctx: &mut Ctx<'_, '_>, args: &[Vec<u8>]) -> Reply {
+    let now = ctx.now;
+    match ctx.db().hash_ref(&args[1], now) {
+        Ok(h) => int(h
+            .and_then(|h| h.get(&args[2]))
+            .map_or(0, |v| v.len() as i64)),
+        Err(()) => reply::wrong_type(),
     }
 }
 

@@ -1,7 +1,7 @@
-//! Key commands: DEL, UNLINK, EXISTS, EXPIRE, PEXPIRE, TTL, PTTL, PERSIST, TYPE, KEYS,
-//! RENAME.
+//! Key commands: DEL, UNLINK, EXISTS, EXPIRE, PEXPIRE, EXPIREAT, PEXPIREAT, TTL, PTTL,
+//! PERSIST, TYPE, KEYS, RENAME. SCAN, COPY, RENAMENX and TOUCH are in `cmd_keyspace`.
 
-use std::time::Duration;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use super::glob;
 use super::reply::{self, bulk_value, err, int, ok, parse_int, simple, Reply};
@@ -25,14 +25,22 @@ pub(crate) fn exists(ctx: &mut Ctx<'_, '_>, args: &[Vec<u8>]) -> Reply {
     int(args[1..].iter().filter(|k| db.exists(k, now)).count() as i64)
 }
 
-fn expire_generic(ctx: &mut Ctx<'_, '_>, args: &[Vec<u8>], unit_ms: i64, name: &str) -> Reply {
+/// The current Unix time in milliseconds.
+fn unix_ms_now() -> i64 {
+    let t = SystemTime::now().duration_since(UNIX_EPOCH);
+    t.map_or(0, |d| d.as_millis() as i64)
+}
+
+/// EXPIRE and its kin: `n` in `unit_ms` from now (`absolute` false) or from the epoch.
+/// Options first, the number next, overflow last, as the server checks them.
+fn expire_generic(
+    ctx: &mut Ctx<'_, '_>,
+    args: &[Vec<u8>],
+    unit_ms: i64,
+    absolute: bool,
+    name: &str,
+) -> Reply {
     let now = ctx.now;
-    let Some(n) = parse_int(&args[2]) else {
-        return reply::not_integer();
-    };
-    let Some(ms) = n.checked_mul(unit_ms) else {
-        return err(format!("ERR invalid expire time in '{name}' command"));
-    };
     let (mut nx, mut xx, mut gt, mut lt) = (false, false, false, false);
     for opt in &args[3..] {
         match String::from_utf8_lossy(opt).to_ascii_uppercase().as_str() {
@@ -40,7 +48,12 @@ fn expire_generic(ctx: &mut Ctx<'_, '_>, args: &[Vec<u8>], unit_ms: i64, name: &
             "XX" => xx = true,
             "GT" => gt = true,
             "LT" => lt = true,
-            other => return err(format!("ERR Unsupported option {other}")),
+            _ => {
+                return err(format!(
+                    "ERR Unsupported option {}",
+                    String::from_utf8_lossy(opt)
+                ))
+            }
         }
     }
     if nx && (xx || gt || lt) {
@@ -49,6 +62,18 @@ fn expire_generic(ctx: &mut Ctx<'_, '_>, args: &[Vec<u8>], unit_ms: i64, name: &
     if gt && lt {
         return err("ERR GT and LT options at the same time are not compatible");
     }
+    let Some(n) = parse_int(&args[2]) else {
+        return reply::not_integer();
+    };
+    let base = if absolute { 0 } else { unix_ms_now() };
+    let Some(when) = n.checked_mul(unit_ms).and_then(|ms| ms.checked_add(base)) else {
+        return err(format!("ERR invalid expire time in '{name}' command"));
+    };
+    let ms = if absolute {
+        when.saturating_sub(unix_ms_now())
+    } else {
+        when - base
+    };
     let db = ctx.db();
     let Some(entry) = db.get(&args[1], now) else {
         return int(0);
@@ -57,7 +82,12 @@ fn expire_generic(ctx: &mut Ctx<'_, '_>, args: &[Vec<u8>], unit_ms: i64, name: &
     let new_at = if ms <= 0 {
         None
     } else {
-        Some(now + Duration::from_millis(ms as u64))
+        // Beyond what an `Instant` holds is as good as never, for a test.
+        let century = Duration::from_secs(100 * 365 * 86_400);
+        Some(
+            now.checked_add(Duration::from_millis(ms as u64))
+                .unwrap_or(now + century),
+        )
     };
     let allowed = match current {
         None => !xx && !gt,
@@ -84,12 +114,22 @@ fn expire_generic(ctx: &mut Ctx<'_, '_>, args: &[Vec<u8>], unit_ms: i64, name: &
 
 /// `EXPIRE key seconds [NX|XX|GT|LT]`
 pub(crate) fn expire(ctx: &mut Ctx<'_, '_>, args: &[Vec<u8>]) -> Reply {
-    expire_generic(ctx, args, 1000, "expire")
+    expire_generic(ctx, args, 1000, false, "expire")
 }
 
 /// `PEXPIRE key milliseconds [NX|XX|GT|LT]`
 pub(crate) fn pexpire(ctx: &mut Ctx<'_, '_>, args: &[Vec<u8>]) -> Reply {
-    expire_generic(ctx, args, 1, "pexpire")
+    expire_generic(ctx, args, 1, false, "pexpire")
+}
+
+/// `EXPIREAT key unix-seconds [NX|XX|GT|LT]` (a time past deletes the key)
+pub(crate) fn expireat(ctx: &mut Ctx<'_, '_>, args: &[Vec<u8>]) -> Reply {
+    expire_generic(ctx, args, 1000, true, "expireat")
+}
+
+/// `PEXPIREAT key unix-ms [NX|XX|GT|LT]`
+pub(crate) fn pexpireat(ctx: &mut Ctx<'_, '_>, args: &[Vec<u8>]) -> Reply {
+    expire_generic(ctx, args, 1, true, "pexpireat")
 }
 
 fn ttl_ms(ctx: &mut Ctx<'_, '_>, key: &[u8]) -> Result<u128, i64> {
@@ -98,7 +138,12 @@ fn ttl_ms(ctx: &mut Ctx<'_, '_>, key: &[u8]) -> Result<u128, i64> {
         None => Err(-2),
         Some(e) => match e.expires {
             None => Err(-1),
-            Some(t) => Ok(t.saturating_duration_since(now).as_millis()),
+            // Whole milliseconds, rounded up: the server counts in ms, so a TTL read
+            // within the millisecond it was set in reads back in full.
+            Some(t) => Ok(t
+                .saturating_duration_since(now)
+                .as_nanos()
+                .div_ceil(1_000_000)),
         },
     }
 }

@@ -2,13 +2,9 @@
 //! BLPOP/BRPOP that really block (the store lock is released while waiting) until an
 //! element arrives, the timeout passes, or the client goes away.
 
-use std::time::{Duration, Instant};
-
-use super::reply::{self, bulk, bulk_value, err, int, nil, parse_float, parse_int, Reply};
+use super::blocking;
+use super::reply::{self, bulk, bulk_value, err, int, nil, parse_int, Reply};
 use super::session::Ctx;
-
-/// How often a blocked command looks at its peer and its connection's output.
-const BLOCKED_POLL: Duration = Duration::from_millis(50);
 
 fn push(ctx: &mut Ctx<'_, '_>, args: &[Vec<u8>], left: bool) -> Reply {
     let now = ctx.now;
@@ -41,6 +37,9 @@ pub(crate) fn rpush(ctx: &mut Ctx<'_, '_>, args: &[Vec<u8>]) -> Reply {
 
 fn pop(ctx: &mut Ctx<'_, '_>, args: &[Vec<u8>], left: bool) -> Reply {
     let now = ctx.now;
+    if args.len() > 3 {
+        return reply::wrong_arity(if left { "lpop" } else { "rpop" });
+    }
     let count = match args.get(2) {
         None => None,
         Some(c) => match parse_int(c) {
@@ -48,9 +47,6 @@ fn pop(ctx: &mut Ctx<'_, '_>, args: &[Vec<u8>], left: bool) -> Reply {
             _ => return err("ERR value is out of range, must be positive"),
         },
     };
-    if args.len() > 3 {
-        return reply::wrong_arity(if left { "lpop" } else { "rpop" });
-    }
     let db = ctx.db();
     let popped: Vec<Vec<u8>> = match db.list_mut(&args[1], now, false) {
         Ok(Some(list)) => {
@@ -135,14 +131,14 @@ pub(crate) fn llen(ctx: &mut Ctx<'_, '_>, args: &[Vec<u8>]) -> Reply {
     }
 }
 
-/// `LINDEX key index`
+/// `LINDEX key index` (the key is looked at before the index, as the server does)
 pub(crate) fn lindex(ctx: &mut Ctx<'_, '_>, args: &[Vec<u8>]) -> Reply {
     let now = ctx.now;
-    let Some(i) = parse_int(&args[2]) else {
-        return reply::not_integer();
-    };
     match ctx.db().list_ref(&args[1], now) {
         Ok(Some(list)) => {
+            let Some(i) = parse_int(&args[2]) else {
+                return reply::not_integer();
+            };
             let idx = if i < 0 { list.len() as i64 + i } else { i };
             match usize::try_from(idx).ok().and_then(|i| list.get(i)) {
                 Some(v) => bulk(v.clone()),
@@ -155,20 +151,13 @@ pub(crate) fn lindex(ctx: &mut Ctx<'_, '_>, args: &[Vec<u8>]) -> Reply {
 }
 
 fn blocking_pop(ctx: &mut Ctx<'_, '_>, args: &[Vec<u8>], left: bool) -> Reply {
-    let timeout = match parse_float(&args[args.len() - 1]) {
-        Some(t) if t < 0.0 => return err("ERR timeout is negative"),
-        Some(t) if t.is_finite() => t,
-        _ => return err("ERR timeout is not a float or out of range"),
+    let timeout = match blocking::timeout_secs(&args[args.len() - 1]) {
+        Ok(t) => t,
+        Err(e) => return e,
     };
-    let deadline = (timeout > 0.0).then(|| ctx.now + Duration::from_secs_f64(timeout));
     let keys = &args[1..args.len() - 1];
-    let server = ctx.s.server.clone();
-    let conn = ctx.s.conn.clone();
-    // Replies already produced for this read go out before we block.
-    conn.set_batching(false);
-    conn.flush(server.faults.is_hung());
-    loop {
-        let now = Instant::now();
+    let attempt = |ctx: &mut Ctx<'_, '_>| {
+        let now = ctx.now;
         let db = ctx.db();
         for key in keys {
             match db.list_mut(key, now, false) {
@@ -180,26 +169,16 @@ fn blocking_pop(ctx: &mut Ctx<'_, '_>, args: &[Vec<u8>], left: bool) -> Reply {
                     };
                     db.drop_if_empty(key);
                     if let Some(v) = v {
-                        return reply::array(vec![bulk_value(key), bulk_value(&v)]);
+                        return Some(reply::array(vec![bulk_value(key), bulk_value(&v)]));
                     }
                 }
                 Ok(None) => {}
-                Err(()) => return reply::wrong_type(),
+                Err(()) => return Some(reply::wrong_type()),
             }
         }
-        if ctx.in_exec || deadline.is_some_and(|d| now >= d) {
-            return Reply::NullArray;
-        }
-        if server.is_shutdown() || conn.peer_gone() {
-            return Reply::NullArray;
-        }
-        let wait = match deadline {
-            Some(d) => d.saturating_duration_since(now).min(BLOCKED_POLL),
-            None => BLOCKED_POLL,
-        };
-        server.store.list_pushed.wait_for(ctx.dbs, wait);
-        conn.flush(server.faults.is_hung());
-    }
+        None
+    };
+    blocking::serve(ctx, timeout, attempt, |_| Reply::NullArray)
 }
 
 /// `BLPOP key [key ...] timeout` (seconds, fractional; 0 waits forever)

@@ -226,8 +226,12 @@ pub(crate) fn info(ctx: &mut Ctx<'_, '_>, args: &[Vec<u8>]) -> Reply {
     }
     if want("clients") {
         out.push_str(&format!(
-            "# Clients\r\nconnected_clients:{}\r\nblocked_clients:0\r\n\r\n",
-            server.conns.lock().len()
+            "# Clients\r\nconnected_clients:{}\r\nblocked_clients:{}\r\n\r\n",
+            server.conns.lock().len(),
+            server
+                .store
+                .blocked
+                .load(std::sync::atomic::Ordering::Acquire),
         ));
     }
     if want("replication") {

@@ -1,5 +1,6 @@
 //! String commands: GET, SET (NX|XX, EX|PX|EXAT|PXAT|KEEPTTL, GET), SETNX, GETSET,
-//! GETDEL, MGET, MSET, INCR, INCRBY, INCRBYFLOAT, DECR, DECRBY, APPEND, STRLEN.
+//! GETDEL, GETEX, MGET, MSET, INCR, INCRBY, INCRBYFLOAT, DECR, DECRBY, APPEND, STRLEN.
+//! GETRANGE and SETRANGE are in `cmd_strings_range`.
 
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -149,6 +150,63 @@ pub(crate) fn getdel(ctx: &mut Ctx<'_, '_>, args: &[Vec<u8>]) -> Reply {
     }
 }
 
+/// `GETEX key [EX s|PX ms|EXAT ts|PXAT ms|PERSIST]`: the value, and its new expiry.
+/// The options are checked first, the key next, the time last, as on the server.
+pub(crate) fn getex(ctx: &mut Ctx<'_, '_>, args: &[Vec<u8>]) -> Reply {
+    let now = ctx.now;
+    let (mut unit, mut persist) = (None, false);
+    let mut i = 2;
+    while i < args.len() {
+        let opt = String::from_utf8_lossy(&args[i]).to_ascii_uppercase();
+        match opt.as_str() {
+            "EX" | "PX" | "EXAT" | "PXAT" if unit.is_none() && !persist && i + 1 < args.len() => {
+                unit = Some((opt, &args[i + 1]));
+                i += 1;
+            }
+            "PERSIST" if unit.is_none() && !persist => persist = true,
+            _ => return reply::syntax_error(),
+        }
+        i += 1;
+    }
+    let db = ctx.db();
+    let value = match db.str_ref(&args[1], now) {
+        Ok(Some(v)) => v.clone(),
+        Ok(None) => return nil(),
+        Err(()) => return reply::wrong_type(),
+    };
+    let expires = match unit {
+        None if persist => None,
+        None => return bulk(value),
+        Some((unit, n)) => {
+            let bad = || err("ERR invalid expire time in 'getex' command");
+            let Some(n) = parse_int(n) else {
+                return reply::not_integer();
+            };
+            if n <= 0 {
+                return bad();
+            }
+            let ms = match unit.as_str() {
+                "EX" | "EXAT" => n.checked_mul(1000),
+                _ => Some(n),
+            };
+            let at = ms.and_then(|ms| match unit.as_str() {
+                "EX" | "PX" => now.checked_add(Duration::from_millis(ms as u64)),
+                _ => Some(instant_from_unix_ms(ms, now)),
+            });
+            match at {
+                Some(at) => Some(at),
+                None => return bad(),
+            }
+        }
+    };
+    if let Some(e) = db.get_mut(&args[1], now) {
+        e.expires = expires;
+    }
+    // A time already past deletes the key (after answering its value).
+    db.purge(&args[1], now);
+    bulk(value)
+}
+
 /// `MGET key ...`: nil for missing keys and for keys that are not strings.
 pub(crate) fn mget(ctx: &mut Ctx<'_, '_>, args: &[Vec<u8>]) -> Reply {
     let now = ctx.now;
@@ -216,18 +274,17 @@ pub(crate) fn incrby(ctx: &mut Ctx<'_, '_>, args: &[Vec<u8>]) -> Reply {
 
 /// `DECRBY key delta`
 pub(crate) fn decrby(ctx: &mut Ctx<'_, '_>, args: &[Vec<u8>]) -> Reply {
-    match parse_int(&args[2]).and_then(i64::checked_neg) {
-        Some(d) => incr_by(ctx, &args[1], d),
+    match parse_int(&args[2]) {
+        Some(i64::MIN) => err("ERR decrement would overflow"),
+        Some(d) => incr_by(ctx, &args[1], -d),
         None => reply::not_integer(),
     }
 }
 
 /// `INCRBYFLOAT key delta`: the new value as a bulk string (in both protocols).
+/// The key's type is checked before the increment, as the server does.
 pub(crate) fn incrbyfloat(ctx: &mut Ctx<'_, '_>, args: &[Vec<u8>]) -> Reply {
     let now = ctx.now;
-    let Some(delta) = parse_float(&args[2]) else {
-        return reply::not_float();
-    };
     let db = ctx.db();
     let current = match db.str_ref(&args[1], now) {
         Ok(Some(v)) => match parse_float(v) {
@@ -236,6 +293,9 @@ pub(crate) fn incrbyfloat(ctx: &mut Ctx<'_, '_>, args: &[Vec<u8>]) -> Reply {
         },
         Ok(None) => 0.0,
         Err(()) => return reply::wrong_type(),
+    };
+    let Some(delta) = parse_float(&args[2]) else {
+        return reply::not_float();
     };
     let next = current + delta;
     if !next.is_finite() {

@@ -7,6 +7,7 @@
 use super::cmd_lists::clamp_range;
 use super::reply::{self, bulk_value, err, format_float, int, nil, parse_float, parse_int, Reply};
 use super::session::Ctx;
+use super::store::ZSet;
 use crate::resp::Value;
 
 fn score_value(score: f64) -> Value {
@@ -87,6 +88,8 @@ pub(crate) fn zadd(ctx: &mut Ctx<'_, '_>, args: &[Vec<u8>]) -> Reply {
         last = Some(new);
     }
     db.drop_if_empty(&args[1]);
+    // Wakes a blocked BZPOPMIN/BZPOPMAX now rather than at its next poll.
+    ctx.pushed = added > 0;
     if incr {
         return match last {
             Some(s) => Reply::Value(score_value(s)),
@@ -150,11 +153,20 @@ pub(crate) fn zcard(ctx: &mut Ctx<'_, '_>, args: &[Vec<u8>]) -> Reply {
 }
 
 /// A score bound of BYSCORE: `1.5`, `(1.5` (exclusive), `-inf`, `+inf`.
+/// Read as the server's `strtod` reads it: leading blanks skipped, and nothing after the
+/// `(` (or nothing at all) is 0.
 fn score_bound(arg: &[u8]) -> Option<(f64, bool)> {
-    match arg.strip_prefix(b"(") {
-        Some(rest) => parse_float(rest).map(|v| (v, true)),
-        None => parse_float(arg).map(|v| (v, false)),
-    }
+    let (text, exclusive) = match arg.strip_prefix(b"(") {
+        Some(rest) => (rest, true),
+        None => (arg, false),
+    };
+    let text = text.trim_ascii_start();
+    let v = if text.is_empty() {
+        Some(0.0)
+    } else {
+        parse_float(text)
+    };
+    v.map(|v| (v, exclusive))
 }
 
 /// `ZRANGE key start stop [BYSCORE] [REV] [LIMIT offset count] [WITHSCORES]`
@@ -186,25 +198,32 @@ pub(crate) fn zrange(ctx: &mut Ctx<'_, '_>, args: &[Vec<u8>]) -> Reply {
             "ERR syntax error, LIMIT is only supported in combination with either BYSCORE or BYLEX",
         );
     }
-    let z = match ctx.db().zset_ref(&args[1], now) {
-        Ok(Some(z)) => z.clone(),
-        Ok(None) => return reply::array(Vec::new()),
-        Err(()) => return reply::wrong_type(),
-    };
-    let mut picked: Vec<(Vec<u8>, f64)> = if byscore {
+    // The bounds are checked before the key, as the server does.
+    let (scores, ranks) = if byscore {
         // With REV the first bound is the maximum.
         let (a, b) = if rev {
             (&args[3], &args[2])
         } else {
             (&args[2], &args[3])
         };
-        let (Some((min, min_ex)), Some((max, max_ex))) = (score_bound(a), score_bound(b)) else {
-            return err("ERR min or max is not a float");
-        };
-        let mut v: Vec<_> = z
-            .ascending()
-            .filter(|(_, s)| if min_ex { *s > min } else { *s >= min })
-            .filter(|(_, s)| if max_ex { *s < max } else { *s <= max })
+        match bounds(a, b) {
+            Ok(b) => (Some(b), None),
+            Err(e) => return e,
+        }
+    } else {
+        match (parse_int(&args[2]), parse_int(&args[3])) {
+            (Some(start), Some(stop)) => (None, Some((start, stop))),
+            _ => return reply::not_integer(),
+        }
+    };
+    let z = match ctx.db().zset_ref(&args[1], now) {
+        Ok(Some(z)) => z.clone(),
+        Ok(None) => return reply::array(Vec::new()),
+        Err(()) => return reply::wrong_type(),
+    };
+    let mut picked: Vec<(Vec<u8>, f64)> = if let Some(b) = scores {
+        let mut v: Vec<_> = within(&z, b)
+            .into_iter()
             .map(|(m, s)| (m.clone(), s))
             .collect();
         if rev {
@@ -217,9 +236,7 @@ pub(crate) fn zrange(ctx: &mut Ctx<'_, '_>, args: &[Vec<u8>]) -> Reply {
         }
         v
     } else {
-        let (Some(start), Some(stop)) = (parse_int(&args[2]), parse_int(&args[3])) else {
-            return reply::not_integer();
-        };
+        let (start, stop) = ranks.unwrap_or_default();
         let mut all: Vec<_> = z.ascending().map(|(m, s)| (m.clone(), s)).collect();
         if rev {
             all.reverse();
@@ -282,30 +299,33 @@ pub(crate) fn zrangebyscore(ctx: &mut Ctx<'_, '_>, args: &[Vec<u8>]) -> Reply {
     zrange(ctx, &rewritten)
 }
 
-/// The members whose score lies within the BYSCORE bounds `min` and `max`.
-fn within<'z>(
-    z: &'z super::store::ZSet,
-    min: &[u8],
-    max: &[u8],
-) -> Option<Vec<(&'z Vec<u8>, f64)>> {
-    let ((lo, lo_ex), (hi, hi_ex)) = (score_bound(min)?, score_bound(max)?);
-    Some(
-        z.ascending()
-            .filter(|(_, s)| if lo_ex { *s > lo } else { *s >= lo })
-            .filter(|(_, s)| if hi_ex { *s < hi } else { *s <= hi })
-            .collect(),
-    )
+/// BYSCORE bounds: (min, exclusive) and (max, exclusive).
+type Bounds = ((f64, bool), (f64, bool));
+
+fn bounds(min: &[u8], max: &[u8]) -> Result<Bounds, Reply> {
+    match (score_bound(min), score_bound(max)) {
+        (Some(lo), Some(hi)) => Ok((lo, hi)),
+        _ => Err(err("ERR min or max is not a float")),
+    }
 }
 
-/// `ZCOUNT key min max`
+/// The members whose score lies within `bounds`.
+fn within(z: &ZSet, ((lo, lo_ex), (hi, hi_ex)): Bounds) -> Vec<(&Vec<u8>, f64)> {
+    z.ascending()
+        .filter(|(_, s)| if lo_ex { *s > lo } else { *s >= lo })
+        .filter(|(_, s)| if hi_ex { *s < hi } else { *s <= hi })
+        .collect()
+}
+
+/// `ZCOUNT key min max` (the bounds are checked before the key)
 pub(crate) fn zcount(ctx: &mut Ctx<'_, '_>, args: &[Vec<u8>]) -> Reply {
     let now = ctx.now;
+    let b = match bounds(&args[2], &args[3]) {
+        Ok(b) => b,
+        Err(e) => return e,
+    };
     match ctx.db().zset_ref(&args[1], now) {
-        Ok(None) => int(0),
-        Ok(Some(z)) => match within(z, &args[2], &args[3]) {
-            Some(v) => int(v.len() as i64),
-            None => err("ERR min or max is not a float"),
-        },
+        Ok(z) => int(z.map_or(0, |z| within(z, b).len() as i64)),
         Err(()) => reply::wrong_type(),
     }
 }
@@ -347,14 +367,14 @@ pub(crate) fn zremrangebyrank(ctx: &mut Ctx<'_, '_>, args: &[Vec<u8>]) -> Reply 
 /// `ZREMRANGEBYSCORE key min max`
 pub(crate) fn zremrangebyscore(ctx: &mut Ctx<'_, '_>, args: &[Vec<u8>]) -> Reply {
     let now = ctx.now;
+    let b = match bounds(&args[2], &args[3]) {
+        Ok(b) => b,
+        Err(e) => return e,
+    };
     let db = ctx.db();
     let n = match db.zset_mut(&args[1], now, false) {
         Ok(Some(z)) => {
-            let Some(doomed) = within(z, &args[2], &args[3])
-                .map(|v| v.into_iter().map(|(m, _)| m.clone()).collect::<Vec<_>>())
-            else {
-                return err("ERR min or max is not a float");
-            };
+            let doomed: Vec<Vec<u8>> = within(z, b).into_iter().map(|(m, _)| m.clone()).collect();
             doomed.iter().filter(|m| z.remove(m)).count()
         }
         Ok(None) => 0,

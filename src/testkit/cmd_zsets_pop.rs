@@ -2,15 +2,12 @@
 //! pairs in RESP3 and a flat array in RESP2, as Redis 7 answers), and the blocking
 //! BZPOPMIN and BZPOPMAX (`[key, member, score]`, a null array on timeout).
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use super::reply::{self, bulk_value, err, format_float, parse_float, parse_int, Reply};
+use super::blocking;
+use super::reply::{self, bulk_value, err, format_float, parse_int, Reply};
 use super::session::Ctx;
 use crate::resp::Value;
-
-/// How often a blocked pop looks again (the fake wakes blocked list pops on a push;
-/// sorted sets are simply polled).
-const BLOCKED_POLL: Duration = Duration::from_millis(20);
 
 /// Removes up to `count` members from the low (`min`) or high end.
 fn pop(
@@ -55,6 +52,9 @@ fn score(ctx: &Ctx<'_, '_>, s: f64) -> Value {
 }
 
 fn pop_reply(ctx: &mut Ctx<'_, '_>, args: &[Vec<u8>], min: bool) -> Reply {
+    if args.len() > 3 {
+        return reply::syntax_error();
+    }
     let count = match args.get(2) {
         None => None,
         Some(c) => match parse_int(c) {
@@ -62,9 +62,6 @@ fn pop_reply(ctx: &mut Ctx<'_, '_>, args: &[Vec<u8>], min: bool) -> Reply {
             _ => return err("ERR value is out of range, must be positive"),
         },
     };
-    if args.len() > 3 {
-        return reply::syntax_error();
-    }
     let popped = match pop(ctx, &args[1], count.unwrap_or(1), min) {
         Ok(p) => p,
         Err(()) => return reply::wrong_type(),
@@ -95,43 +92,27 @@ pub(crate) fn zpopmax(ctx: &mut Ctx<'_, '_>, args: &[Vec<u8>]) -> Reply {
 }
 
 fn blocking_pop(ctx: &mut Ctx<'_, '_>, args: &[Vec<u8>], min: bool) -> Reply {
-    let timeout = match parse_float(&args[args.len() - 1]) {
-        Some(t) if t < 0.0 => return err("ERR timeout is negative"),
-        Some(t) if t.is_finite() => t,
-        _ => return err("ERR timeout is not a float or out of range"),
+    let timeout = match blocking::timeout_secs(&args[args.len() - 1]) {
+        Ok(t) => t,
+        Err(e) => return e,
     };
-    let deadline = (timeout > 0.0).then(|| ctx.now + Duration::from_secs_f64(timeout));
-    let keys = args[1..args.len() - 1].to_vec();
-    let server = ctx.s.server.clone();
-    let conn = ctx.s.conn.clone();
-    // Replies already produced for this read go out before we block.
-    conn.set_batching(false);
-    conn.flush(server.faults.is_hung());
-    loop {
-        for key in &keys {
+    let keys = &args[1..args.len() - 1];
+    let attempt = |ctx: &mut Ctx<'_, '_>| {
+        for key in keys {
             match pop(ctx, key, 1, min) {
                 Ok(p) => {
                     if let Some((m, s)) = p.into_iter().next() {
                         let s = score(ctx, s);
-                        return reply::array(vec![bulk_value(key), bulk_value(&m), s]);
+                        return Some(reply::array(vec![bulk_value(key), bulk_value(&m), s]));
                     }
                 }
-                Err(()) => return reply::wrong_type(),
+                Err(()) => return Some(reply::wrong_type()),
             }
         }
-        let now = Instant::now();
-        if ctx.in_exec || deadline.is_some_and(|d| now >= d) {
-            return Reply::NullArray;
-        }
-        if server.is_shutdown() || conn.peer_gone() {
-            return Reply::NullArray;
-        }
-        let wait = deadline.map_or(BLOCKED_POLL, |d| {
-            d.saturating_duration_since(now).min(BLOCKED_POLL)
-        });
-        std::thread::sleep(wait);
-        conn.flush(server.faults.is_hung());
-    }
+        None
+    };
+    // The store stays unlocked while blocked, so another client's ZADD can serve it.
+    blocking::serve(ctx, timeout, attempt, |_| Reply::NullArray)
 }
 
 /// `BZPOPMIN key [key ...] timeout`

@@ -5,10 +5,12 @@
 //!
 //! - [`FakeServer`]: binds 127.0.0.1 on an ephemeral port; an accept thread and one
 //!   thread per connection (all named `fake-…`, all joined when it is dropped). Speaks
-//!   RESP2 and RESP3 (`HELLO`), `AUTH`, `SELECT`, `CLIENT`, strings, keys with expiry,
-//!   hashes, lists (with blocking pops), sets, sorted sets, `MULTI/EXEC/WATCH`, and
-//!   pub/sub (plain, pattern and sharded), with the real server's reply shapes per
-//!   protocol and its error texts.
+//!   RESP2 and RESP3 (`HELLO`), `AUTH`, `SELECT`, `CLIENT`, and every command the
+//!   crate's typed API sends: strings, keys with expiry and `SCAN`, hashes, lists,
+//!   sets, sorted sets, streams (blocking commands block for real), the script cache,
+//!   `CONFIG`, `WAIT`, `INFO`; `MULTI/EXEC/WATCH`, and pub/sub (plain, pattern and
+//!   sharded), with the real server's reply shapes per protocol and its error texts
+//!   (`tests/testkit_parity.rs` compares each typed method with a real server).
 //! - Faults, switchable at run time: [`hang`](FakeServer::hang),
 //!   [`close_all_connections`](FakeServer::close_all_connections),
 //!   [`refuse_connections`](FakeServer::refuse_connections),
@@ -33,8 +35,11 @@
 //!   client ([`FakeIssuer::tls_options`]), which verifies as it would in production.
 //!   Everything above works the same over TLS; a hung fake answers no handshake either.
 //!
-//! What it is not: a complete Redis. Commands it does not implement get the real
-//! server's unknown-command error, so a test notices rather than passes by accident.
+//! What it is not: a complete Redis. It runs no Lua: `EVAL` and `EVALSHA` answer an
+//! error saying so (after the server's own checks, `-NOSCRIPT` included). Commands it
+//! does not implement get the real server's unknown-command error, so a test notices
+//! rather than passes by accident. `docs/testing.md` lists what it speaks and where it
+//! differs from a server.
 //!
 //! # Example: your code sees a classified timeout when the server hangs
 //!
@@ -90,14 +95,24 @@
 //! ```
 
 mod accept;
+mod blocking;
 mod cluster;
 mod cluster_cmds;
+mod cmd_config;
 mod cmd_hashes;
 mod cmd_keys;
+mod cmd_keyspace;
 mod cmd_lists;
+mod cmd_lists_edit;
+mod cmd_lists_move;
+mod cmd_scripting;
 mod cmd_server;
 mod cmd_sets;
+mod cmd_sets_algebra;
+mod cmd_streams;
+mod cmd_streams_read;
 mod cmd_strings;
+mod cmd_strings_range;
 mod cmd_zsets;
 mod cmd_zsets_pop;
 mod conn;
@@ -116,9 +131,12 @@ mod server;
 mod session;
 mod slots;
 mod store;
+mod stream;
 mod table;
+mod table_data;
 mod tls;
 mod transactions;
+mod zset;
 
 pub use cluster::FakeCluster;
 pub use maintenance::Notification;

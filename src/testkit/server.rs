@@ -125,7 +125,7 @@ impl ServerInner {
         while Instant::now() < deadline
             && conns.iter().any(|c| self.conns.lock().contains_key(&c.id))
         {
-            self.store.list_pushed.notify_all();
+            self.store.pushed.notify_all();
             self.faults.wake();
             std::thread::sleep(Duration::from_millis(1));
         }
@@ -377,7 +377,7 @@ impl FakeServer {
         let threads: Vec<JoinHandle<()>> = std::mem::take(&mut *inner.threads.lock());
         for t in threads {
             // Threads blocked on a condition wake up at least every 50 ms and see the flag.
-            inner.store.list_pushed.notify_all();
+            inner.store.pushed.notify_all();
             let _ = t.join();
         }
     }

@@ -188,7 +188,7 @@ impl Session {
         };
         let reply = (spec.run)(&mut ctx, args);
         if ctx.pushed {
-            server.store.list_pushed.notify_all();
+            server.store.pushed.notify_all();
         }
         reply
     }

@@ -5,10 +5,14 @@
 //! checked on every access, as the server's lazy expiry does), or let a write go
 //! unrecorded (every write bumps the key's version, or `EXEC` would miss it).
 
-use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+use std::sync::atomic::AtomicUsize;
 use std::time::Instant;
 
 use parking_lot::{Condvar, Mutex};
+
+use super::stream::Stream;
+pub(crate) use super::zset::ZSet;
 
 /// Number of logical databases (`SELECT 0..15`), the server's default.
 pub(crate) const DATABASES: usize = 16;
@@ -59,70 +63,6 @@ impl<V> OrderedMap<V> {
     }
 }
 
-/// A score with a total order (`f64::total_cmp`) so it can key a sorted set.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub(crate) struct Score(pub f64);
-impl Eq for Score {}
-impl PartialOrd for Score {
-    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(other))
-    }
-}
-impl Ord for Score {
-    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        self.0.total_cmp(&other.0)
-    }
-}
-
-/// A sorted set: members by score, ties by member bytes (the server's order).
-#[derive(Clone, Debug, Default)]
-pub(crate) struct ZSet {
-    scores: HashMap<Vec<u8>, f64>,
-    sorted: BTreeSet<(Score, Vec<u8>)>,
-}
-
-impl ZSet {
-    pub(crate) fn score(&self, m: &[u8]) -> Option<f64> {
-        self.scores.get(m).copied()
-    }
-    /// Sets a member's score; returns whether it is new.
-    pub(crate) fn insert(&mut self, m: Vec<u8>, score: f64) -> bool {
-        let new = match self.scores.insert(m.clone(), score) {
-            Some(old) => {
-                self.sorted.remove(&(Score(old), m.clone()));
-                false
-            }
-            None => true,
-        };
-        self.sorted.insert((Score(score), m));
-        new
-    }
-    pub(crate) fn remove(&mut self, m: &[u8]) -> bool {
-        match self.scores.remove(m) {
-            Some(old) => {
-                self.sorted.remove(&(Score(old), m.to_vec()));
-                true
-            }
-            None => false,
-        }
-    }
-    pub(crate) fn len(&self) -> usize {
-        self.scores.len()
-    }
-    pub(crate) fn is_empty(&self) -> bool {
-        self.scores.is_empty()
-    }
-    /// Members in ascending order.
-    pub(crate) fn ascending(&self) -> impl DoubleEndedIterator<Item = (&Vec<u8>, f64)> {
-        self.sorted.iter().map(|(s, m)| (m, s.0))
-    }
-    /// Zero-based rank in ascending order.
-    pub(crate) fn rank(&self, m: &[u8]) -> Option<usize> {
-        let s = self.score(m)?;
-        Some(self.sorted.range(..(Score(s), m.to_vec())).count())
-    }
-}
-
 /// A typed value.
 #[derive(Clone, Debug)]
 pub(crate) enum Data {
@@ -131,6 +71,7 @@ pub(crate) enum Data {
     List(VecDeque<Vec<u8>>),
     Set(OrderedMap<()>),
     ZSet(ZSet),
+    Stream(Stream),
 }
 
 impl Data {
@@ -142,12 +83,14 @@ impl Data {
             Data::List(_) => "list",
             Data::Set(_) => "set",
             Data::ZSet(_) => "zset",
+            Data::Stream(_) => "stream",
         }
     }
 
     fn is_empty_aggregate(&self) -> bool {
         match self {
-            Data::Str(_) => false,
+            // An emptied stream stays, as on the server (its last id must not go back).
+            Data::Str(_) | Data::Stream(_) => false,
             Data::Hash(h) => h.is_empty(),
             Data::List(l) => l.is_empty(),
             Data::Set(s) => s.is_empty(),
@@ -299,17 +242,26 @@ impl Db {
     }
 }
 
-/// All databases of one server.
+/// All databases of one server, and the server-wide state commands change under the
+/// same lock: the script cache and the configuration.
 pub(crate) struct Dbs {
     pub dbs: Vec<Db>,
+    /// SHA-1 digests `SCRIPT LOAD` has seen (the fake keeps no Lua, only the names).
+    pub scripts: BTreeSet<String>,
+    /// `CONFIG GET`/`SET` parameters, by lowercase name.
+    pub config: BTreeMap<String, String>,
 }
 
 /// The store, locked as a whole: every command runs under this lock, so a command (and
 /// a whole `EXEC`) is atomic like on the single-threaded server.
 pub(crate) struct Store {
     pub data: Mutex<Dbs>,
-    /// Signalled whenever a list is pushed to, for `BLPOP`/`BRPOP` waiters.
-    pub list_pushed: Condvar,
+    /// Signalled after a command that may serve a blocked one (a list push, a stream
+    /// entry, a sorted-set add), so waiters look again at once rather than at their
+    /// next poll.
+    pub pushed: Condvar,
+    /// Connections blocked in a command right now (`INFO clients`).
+    pub blocked: AtomicUsize,
 }
 
 impl Store {
@@ -317,8 +269,11 @@ impl Store {
         Store {
             data: Mutex::new(Dbs {
                 dbs: (0..DATABASES).map(|_| Db::default()).collect(),
+                scripts: BTreeSet::new(),
+                config: super::cmd_config::defaults(),
             }),
-            list_pushed: Condvar::new(),
+            pushed: Condvar::new(),
+            blocked: AtomicUsize::new(0),
         }
     }
 }
@@ -381,6 +336,7 @@ typed_access!(
 typed_access!(list_ref, list_mut, List, VecDeque<Vec<u8>>, VecDeque::new());
 typed_access!(set_ref, set_mut, Set, OrderedMap<()>, OrderedMap::default());
 typed_access!(zset_ref, zset_mut, ZSet, ZSet, ZSet::default());
+typed_access!(stream_ref, stream_mut, Stream, Stream, Stream::default());
 
 #[cfg(test)]
 mod tests {
@@ -411,16 +367,5 @@ mod tests {
         assert_eq!(keys, [b"a".to_vec(), b"c".to_vec(), b"d".to_vec()]);
         assert!(m.contains(b"d"));
         assert_eq!(m.len(), 3);
-    }
-
-    #[test]
-    fn zset_orders_by_score_then_member() {
-        let mut z = ZSet::default();
-        z.insert(b"b".to_vec(), 1.0);
-        z.insert(b"a".to_vec(), 1.0);
-        z.insert(b"c".to_vec(), 0.5);
-        let order: Vec<_> = z.ascending().map(|(m, _)| m.clone()).collect();
-        assert_eq!(order, [b"c".to_vec(), b"a".to_vec(), b"b".to_vec()]);
-        assert_eq!(z.rank(b"b"), Some(2));
     }
 }

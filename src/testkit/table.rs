@@ -8,9 +8,8 @@ use std::sync::OnceLock;
 
 use super::reply::Reply;
 use super::session::Ctx;
-use super::{cluster_cmds, pubsub, transactions};
 use super::{
-    cmd_hashes, cmd_keys, cmd_lists, cmd_server, cmd_sets, cmd_strings, cmd_zsets, cmd_zsets_pop,
+    cluster_cmds, cmd_config, cmd_scripting, cmd_server, pubsub, table_data, transactions,
 };
 
 /// Runs one command with the store locked.
@@ -55,6 +54,11 @@ impl Spec {
 
     /// The key arguments of a request.
     pub(crate) fn key_args<'a>(&self, args: &'a [Vec<u8>]) -> Vec<&'a [u8]> {
+        if self.keys == KSTREAMS {
+            let after = args.iter().position(|a| a.eq_ignore_ascii_case(b"STREAMS"));
+            let rest = after.map_or(&args[..0], |i| &args[i + 1..]);
+            return rest[..rest.len() / 2].iter().map(Vec::as_slice).collect();
+        }
         let (first, last, step) = self.keys;
         if first <= 0 || args.len() <= first as usize {
             return Vec::new();
@@ -84,7 +88,7 @@ pub(crate) enum Lookup {
     UnknownSubcommand(&'static str),
 }
 
-const fn spec(
+pub(super) const fn spec(
     name: &'static str,
     arity: i32,
     flags: u16,
@@ -100,9 +104,11 @@ const fn spec(
     }
 }
 
-const K0: (i32, i32, usize) = (0, 0, 0);
-const K1: (i32, i32, usize) = (1, 1, 1);
-const KALL: (i32, i32, usize) = (1, -1, 1);
+pub(super) const K0: (i32, i32, usize) = (0, 0, 0);
+pub(super) const K1: (i32, i32, usize) = (1, 1, 1);
+pub(super) const KALL: (i32, i32, usize) = (1, -1, 1);
+/// The keys of `XREAD`: the first half of what follows `STREAMS`.
+pub(super) const KSTREAMS: (i32, i32, usize) = (-1, 0, 0);
 
 static COMMANDS: &[Spec] = &[
     // connection and server
@@ -130,6 +136,9 @@ static COMMANDS: &[Spec] = &[
     spec("flushdb", -1, WRITE, K0, cmd_server::flushdb),
     spec("flushall", -1, WRITE, K0, cmd_server::flushall),
     spec("time", 1, 0, K0, cmd_server::time),
+    spec("wait", 3, 0, K0, cmd_config::wait),
+    spec("config|get", -3, 0, K0, cmd_config::config_get),
+    spec("config|set", -4, 0, K0, cmd_config::config_set),
     spec("client|id", 2, 0, K0, cmd_server::client_id),
     spec("client|setname", 3, 0, K0, cmd_server::client_setname),
     spec("client|getname", 2, 0, K0, cmd_server::client_getname),
@@ -178,94 +187,28 @@ static COMMANDS: &[Spec] = &[
     ),
     spec("publish", 3, 0, K0, pubsub::publish),
     spec("spublish", 3, SHARD_CHANNELS, K1, pubsub::spublish),
-    // strings
-    spec("get", 2, 0, K1, cmd_strings::get),
-    spec("set", -3, WRITE, K1, cmd_strings::set),
-    spec("setnx", 3, WRITE, K1, cmd_strings::setnx),
-    spec("getset", 3, WRITE, K1, cmd_strings::getset),
-    spec("getdel", 2, WRITE, K1, cmd_strings::getdel),
-    spec("mget", -2, 0, KALL, cmd_strings::mget),
-    spec("mset", -3, WRITE, (1, -1, 2), cmd_strings::mset),
-    spec("incr", 2, WRITE, K1, cmd_strings::incr),
-    spec("decr", 2, WRITE, K1, cmd_strings::decr),
-    spec("incrby", 3, WRITE, K1, cmd_strings::incrby),
-    spec("decrby", 3, WRITE, K1, cmd_strings::decrby),
-    spec("incrbyfloat", 3, WRITE, K1, cmd_strings::incrbyfloat),
-    spec("append", 3, WRITE, K1, cmd_strings::append),
-    spec("strlen", 2, 0, K1, cmd_strings::strlen),
-    // keys
-    spec("del", -2, WRITE, KALL, cmd_keys::del),
-    spec("unlink", -2, WRITE, KALL, cmd_keys::del),
-    spec("exists", -2, 0, KALL, cmd_keys::exists),
-    spec("expire", -3, WRITE, K1, cmd_keys::expire),
-    spec("pexpire", -3, WRITE, K1, cmd_keys::pexpire),
-    spec("ttl", 2, 0, K1, cmd_keys::ttl),
-    spec("pttl", 2, 0, K1, cmd_keys::pttl),
-    spec("persist", 2, WRITE, K1, cmd_keys::persist),
-    spec("type", 2, 0, K1, cmd_keys::type_),
-    spec("keys", 2, 0, K0, cmd_keys::keys),
-    spec("rename", 3, WRITE, (1, 2, 1), cmd_keys::rename),
-    // hashes
-    spec("hset", -4, WRITE, K1, cmd_hashes::hset),
-    spec("hmset", -4, WRITE, K1, cmd_hashes::hmset),
-    spec("hsetnx", 4, WRITE, K1, cmd_hashes::hsetnx),
-    spec("hget", 3, 0, K1, cmd_hashes::hget),
-    spec("hmget", -3, 0, K1, cmd_hashes::hmget),
-    spec("hgetall", 2, 0, K1, cmd_hashes::hgetall),
-    spec("hdel", -3, WRITE, K1, cmd_hashes::hdel),
-    spec("hexists", 3, 0, K1, cmd_hashes::hexists),
-    spec("hincrby", 4, WRITE, K1, cmd_hashes::hincrby),
-    spec("hkeys", 2, 0, K1, cmd_hashes::hkeys),
-    spec("hvals", 2, 0, K1, cmd_hashes::hvals),
-    spec("hlen", 2, 0, K1, cmd_hashes::hlen),
-    // lists
-    spec("lpush", -3, WRITE, K1, cmd_lists::lpush),
-    spec("rpush", -3, WRITE, K1, cmd_lists::rpush),
-    spec("lpop", -2, WRITE, K1, cmd_lists::lpop),
-    spec("rpop", -2, WRITE, K1, cmd_lists::rpop),
-    spec("lrange", 4, 0, K1, cmd_lists::lrange),
-    spec("llen", 2, 0, K1, cmd_lists::llen),
-    spec("lindex", 3, 0, K1, cmd_lists::lindex),
-    spec("blpop", -3, WRITE, (1, -2, 1), cmd_lists::blpop),
-    spec("brpop", -3, WRITE, (1, -2, 1), cmd_lists::brpop),
-    // sets
-    spec("sadd", -3, WRITE, K1, cmd_sets::sadd),
-    spec("srem", -3, WRITE, K1, cmd_sets::srem),
-    spec("smembers", 2, 0, K1, cmd_sets::smembers),
-    spec("sismember", 3, 0, K1, cmd_sets::sismember),
-    spec("scard", 2, 0, K1, cmd_sets::scard),
-    // sorted sets
-    spec("zadd", -4, WRITE, K1, cmd_zsets::zadd),
-    spec("zrem", -3, WRITE, K1, cmd_zsets::zrem),
-    spec("zscore", 3, 0, K1, cmd_zsets::zscore),
-    spec("zincrby", 4, WRITE, K1, cmd_zsets::zincrby),
-    spec("zcard", 2, 0, K1, cmd_zsets::zcard),
-    spec("zrange", -4, 0, K1, cmd_zsets::zrange),
-    spec("zrank", -3, 0, K1, cmd_zsets::zrank),
-    spec("zrevrank", 3, 0, K1, cmd_zsets::zrevrank),
-    spec("zrevrange", -4, 0, K1, cmd_zsets::zrevrange),
-    spec("zrangebyscore", -4, 0, K1, cmd_zsets::zrangebyscore),
-    spec("zcount", 4, 0, K1, cmd_zsets::zcount),
-    spec("zremrangebyrank", 4, WRITE, K1, cmd_zsets::zremrangebyrank),
-    spec(
-        "zremrangebyscore",
-        4,
-        WRITE,
-        K1,
-        cmd_zsets::zremrangebyscore,
-    ),
-    spec("zpopmin", -2, WRITE, K1, cmd_zsets_pop::zpopmin),
-    spec("zpopmax", -2, WRITE, K1, cmd_zsets_pop::zpopmax),
-    spec("bzpopmin", -3, WRITE, (1, -2, 1), cmd_zsets_pop::bzpopmin),
-    spec("bzpopmax", -3, WRITE, (1, -2, 1), cmd_zsets_pop::bzpopmax),
+    // scripting (no Lua: see cmd_scripting)
+    spec("script|load", 3, 0, K0, cmd_scripting::script_load),
+    spec("script|exists", -3, 0, K0, cmd_scripting::script_exists),
+    spec("script|flush", -2, 0, K0, cmd_scripting::script_flush),
+    spec("eval", -3, 0, K0, cmd_scripting::eval),
+    spec("evalsha", -3, 0, K0, cmd_scripting::evalsha),
 ];
 
 /// Container commands: name and the arity of the container itself.
-const CONTAINERS: &[(&str, &str)] = &[("client", "CLIENT"), ("cluster", "CLUSTER")];
+const CONTAINERS: &[(&str, &str)] = &[
+    ("client", "CLIENT"),
+    ("cluster", "CLUSTER"),
+    ("config", "CONFIG"),
+    ("script", "SCRIPT"),
+];
 
 fn index() -> &'static HashMap<&'static str, &'static Spec> {
     static INDEX: OnceLock<HashMap<&'static str, &'static Spec>> = OnceLock::new();
-    INDEX.get_or_init(|| COMMANDS.iter().map(|s| (s.name, s)).collect())
+    INDEX.get_or_init(|| {
+        let all = COMMANDS.iter().chain(table_data::DATA);
+        all.map(|s| (s.name, s)).collect()
+    })
 }
 
 /// Finds the command a request names (`args[0]`, and `args[1]` for containers).
@@ -310,6 +253,11 @@ mod tests {
             panic!()
         };
         assert_eq!(blpop.key_args(&b), [b"x".as_slice(), b"y"]);
+        let x = args(&["XREAD", "COUNT", "2", "STREAMS", "s", "t", "0", "$"]);
+        let Lookup::Found(xread) = lookup(&x) else {
+            panic!()
+        };
+        assert_eq!(xread.key_args(&x), [b"s".as_slice(), b"t"]);
     }
 
     #[test]
