@@ -10,7 +10,7 @@ use resilient_redis::config::Protocol;
 use resilient_redis::prelude::*;
 use resilient_redis::{ClientEvent, ErrorKind, FailureKind};
 use support::credentials::{
-    acl, assert_still_delivers, client_with, issue_user, trouble, wait_for_round, Writers,
+    acl, assert_served_throughout, client_with, issue_user, wait_for_round, Writers,
 };
 use support::optin::opt_in;
 use support::{wait_until, RedisServer};
@@ -426,7 +426,6 @@ fn watch_guards_a_read_modify_write_on_a_dedicated_connection() {
 fn a_rotated_password_is_used_by_every_reconnect_without_a_restart() {
     use resilient_redis::availability::RetryPolicy;
     use resilient_redis::config::{Credentials, RotatingCredentials};
-    use std::sync::atomic::Ordering;
     use std::sync::Arc;
     let Some(server) = RedisServer::start() else {
         return;
@@ -445,28 +444,20 @@ fn a_rotated_password_is_used_by_every_reconnect_without_a_restart() {
         .with_retry(RetryPolicy::default())
         .unwrap();
     let writers = Writers::start(&db, "rot");
-    let calls = writers.calls.clone();
-    let served = |n: u64| {
-        let from = calls.load(Ordering::Relaxed);
-        assert!(wait_until(Duration::from_secs(10), || calls
-            .load(Ordering::Relaxed)
-            >= from + n));
-    };
-    served(200);
+    writers.wait_for(200);
     // The rotation: the new password is added, the provider switched, the old removed.
     acl(&admin, &["SETUSER", "app", ">second-pw"]);
     current.set(Credentials::user("app", "second-pw"));
     acl(&admin, &["SETUSER", "app", "<first-pw"]);
-    served(200); // the live connection is still authenticated
+    writers.wait_for(200); // the live connection is still authenticated
     let killed: i64 = admin
         .cmd("CLIENT")
         .arg(["KILL", "USER", "app"])
         .query()
         .unwrap();
     assert!(killed >= 1);
-    served(200); // reconnected with the new password
-    let failed = writers.stop();
-    assert!(failed.is_empty(), "failed calls: {failed:?}");
+    writers.wait_for(200); // reconnected with the new password
+    writers.stop();
     let who: String = client.database().cmd("ACL").arg("WHOAMI").query().unwrap();
     assert_eq!(who, "app");
 }
@@ -480,7 +471,6 @@ fn a_rotated_password_is_used_by_every_reconnect_without_a_restart() {
 #[test]
 fn renewed_tokens_re_authenticate_live_connections_without_closing_them() {
     use resilient_redis::config::RotatingCredentials;
-    use std::sync::atomic::Ordering;
     use std::sync::Arc;
     let Some(server) = RedisServer::start() else {
         return;
@@ -496,7 +486,6 @@ fn renewed_tokens_re_authenticate_live_connections_without_closing_them() {
     let news = sub.subscribe("news").unwrap();
     let db = client.database();
     let writers = Writers::start(&db, "tok");
-    let calls = writers.calls.clone();
     assert_eq!(client.credentials_generation(), Some(0));
     for n in 1..=4u32 {
         thread::sleep(Duration::from_secs(2)); // the token's life
@@ -509,16 +498,8 @@ fn renewed_tokens_re_authenticate_live_connections_without_closing_them() {
         let old = format!("tok-{}", n - 1);
         acl(&admin, &["DELUSER", &old]); // the server drops connections still using it
     }
-    let before = calls.load(Ordering::Relaxed);
-    assert!(wait_until(Duration::from_secs(5), || calls
-        .load(Ordering::Relaxed)
-        > before + 100));
-    let failed = writers.stop();
-    assert!(failed.is_empty(), "failed calls: {failed:?}");
-    let dropped = trouble(&events, false);
-    assert!(dropped.is_empty(), "{dropped:?}");
     // The subscription connection (RESP3) re-authenticated too and still delivers.
-    assert_still_delivers(&sub, &news);
+    assert_served_throughout(Some(writers), &events, false, Some((&sub, &news)));
 }
 
 /// RESP2: the subscription connection cannot take `AUTH` while subscribed, so the
@@ -571,9 +552,7 @@ fn a_round_covers_resp2_subscriptions_and_blocking_connections_before_it_is_repo
     db.set("r2-k", "v").unwrap();
     let popped = db.blpop::<Option<(String, String)>>("r2-list", Duration::from_millis(100));
     assert_eq!(popped.unwrap(), None);
-    assert_still_delivers(&sub, &news);
-    let dropped = trouble(&events, false);
-    assert!(dropped.is_empty(), "{dropped:?}");
+    assert_served_throughout(None, &events, false, Some((&sub, &news)));
 }
 
 /// How many connections the server has authenticated as `user`.
