@@ -1,15 +1,35 @@
-//! A raw RESP connection, for what the client cannot express (exact reply shapes,
-//! pipelined handshakes, pub/sub before the client has it).
+//! A raw RESP connection, plain or TLS, for what the client cannot express (exact
+//! reply shapes, pipelined handshakes, pub/sub before the client has it, a reply held
+//! then released, a connection dropped).
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
 use resilient_redis::resp::{write_arg, write_command_header, Decoder, Value};
+use rustls::{ClientConnection, StreamOwned};
+
+/// What a raw connection runs over: TCP, or TLS over TCP.
+pub trait Wire: Read + Write {
+    /// The socket underneath (for read timeouts).
+    fn socket(&self) -> &TcpStream;
+}
+
+impl Wire for TcpStream {
+    fn socket(&self) -> &TcpStream {
+        self
+    }
+}
+
+impl Wire for StreamOwned<ClientConnection, TcpStream> {
+    fn socket(&self) -> &TcpStream {
+        &self.sock
+    }
+}
 
 /// A raw connection: write commands, read decoded frames.
-pub struct Raw {
-    pub stream: TcpStream,
+pub struct Raw<S: Wire = TcpStream> {
+    pub stream: S,
     dec: Decoder,
 }
 
@@ -37,10 +57,7 @@ impl Raw {
     pub fn connect(addr: SocketAddr) -> Raw {
         let stream = TcpStream::connect(addr).expect("connect to the fake");
         stream.set_nodelay(true).unwrap();
-        Raw {
-            stream,
-            dec: Decoder::new(),
-        }
+        Raw::over(stream)
     }
 
     /// Connects and switches to RESP3.
@@ -57,16 +74,28 @@ impl Raw {
         assert_eq!(r.cmd(&["CLIENT", "MAINT_NOTIFICATIONS", "ON"]), ok());
         r
     }
+}
+
+impl<S: Wire> Raw<S> {
+    /// A raw connection over `stream`, connected already.
+    pub fn over(stream: S) -> Raw<S> {
+        Raw {
+            stream,
+            dec: Decoder::new(),
+        }
+    }
 
     pub fn send(&mut self, args: &[&str]) {
-        self.stream.write_all(&frame(args)).unwrap();
+        self.send_bytes(&frame(args));
     }
 
+    /// Writes `bytes` and flushes them (over TLS, a write only fills rustls' buffer).
     pub fn send_bytes(&mut self, bytes: &[u8]) {
         self.stream.write_all(bytes).unwrap();
+        self.stream.flush().unwrap();
     }
 
-    /// The next frame, or `None` after `timeout` (or at EOF).
+    /// The next frame, or `None` after `timeout` (or at EOF, or on an error).
     pub fn read_within(&mut self, timeout: Duration) -> Option<Value> {
         let deadline = Instant::now() + timeout;
         loop {
@@ -77,11 +106,10 @@ impl Raw {
             if left.is_zero() {
                 return None;
             }
-            self.stream.set_read_timeout(Some(left)).unwrap();
+            self.stream.socket().set_read_timeout(Some(left)).unwrap();
             match self.dec.read_from(&mut self.stream) {
-                Ok(0) => return None,
+                Ok(0) | Err(_) => return None,
                 Ok(_) => {}
-                Err(_) => return None,
             }
         }
     }
@@ -100,6 +128,7 @@ impl Raw {
     /// Everything one `read()` call returns, decoded (for "in the same write" checks).
     pub fn read_one_chunk(&mut self) -> Vec<Value> {
         self.stream
+            .socket()
             .set_read_timeout(Some(Duration::from_secs(5)))
             .unwrap();
         let mut buf = vec![0u8; 64 * 1024];
@@ -113,7 +142,8 @@ impl Raw {
         out
     }
 
-    /// Whether the server closed the connection (EOF within `timeout`).
+    /// Whether the server closed the connection (EOF, or over TLS a close without
+    /// close_notify) within `timeout`.
     pub fn closed_within(&mut self, timeout: Duration) -> bool {
         let deadline = Instant::now() + timeout;
         let mut buf = [0u8; 4096];
@@ -122,7 +152,7 @@ impl Raw {
             if left.is_zero() {
                 return false;
             }
-            self.stream.set_read_timeout(Some(left)).unwrap();
+            self.stream.socket().set_read_timeout(Some(left)).unwrap();
             match self.stream.read(&mut buf) {
                 Ok(0) => return true,
                 Ok(_) => {}

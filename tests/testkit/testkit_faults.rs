@@ -232,34 +232,17 @@ fn shutdown_joins_every_fake_thread() {
         |s| s.commands_received("BLPOP") == 1,
         Duration::from_secs(5)
     ));
-    let port = server.port();
-    let mine = |names: Vec<String>| -> usize {
-        names
-            .iter()
-            .filter(|n| n.starts_with(&format!("fake-{port}-")))
-            .count()
-    };
-    assert!(mine(fake_threads()) >= 4, "{:?}", fake_threads());
+    let prefix = format!("fake-{}-", server.port());
+    let mine = || support::threads_named(&prefix);
+    assert!(mine().len() >= 4, "{:?}", mine());
     drop(server);
     // Joined threads have exited, but the kernel can list an exited thread in
     // /proc/self/task for a moment after the join returns (its tid is released after
     // the join's wake-up): seen once, one of four. A short deadline, not a leak's.
     let deadline = Instant::now() + Duration::from_millis(500);
-    while mine(fake_threads()) > 0 && Instant::now() < deadline {
+    while !mine().is_empty() && Instant::now() < deadline {
         std::thread::yield_now();
     }
-    assert_eq!(mine(fake_threads()), 0, "{:?}", fake_threads());
+    assert!(mine().is_empty(), "{:?}", mine());
     assert!(conns[1].closed_within(Duration::from_secs(1)));
-}
-
-fn fake_threads() -> Vec<String> {
-    let mut names = Vec::new();
-    for e in std::fs::read_dir("/proc/self/task").unwrap().flatten() {
-        if let Ok(name) = std::fs::read_to_string(e.path().join("comm")) {
-            if name.starts_with("fake-") {
-                names.push(name.trim().to_string());
-            }
-        }
-    }
-    names
 }

@@ -7,19 +7,20 @@
 
 use crate::support;
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::net::TcpStream;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use resilient_redis::maintenance::NotificationKind;
 use resilient_redis::prelude::*;
-use resilient_redis::resp::{write_arg, write_command_header, Decoder, Value};
+use resilient_redis::resp::Value;
 use resilient_redis::testkit::{key_slot, FakeCluster, FakeIssuer, FakeServer, Notification};
 use resilient_redis::{ClientEvent, ErrorKind};
 use rustls::{ClientConfig, ClientConnection, RootCertStore, StreamOwned};
 use rustls_pki_types::{CertificateDer, ServerName};
 use support::optin::opt_in;
+use support::raw::Raw;
 use support::wait_until;
 
 const SOON: Duration = Duration::from_secs(5);
@@ -39,10 +40,7 @@ fn connect(server: &FakeServer, query: &str) -> (Client, Database) {
 
 /// A raw TLS connection (rustls, verifying against the fake's issuer): for what the
 /// client cannot show (a reply held, then released; a connection dropped).
-struct RawTls {
-    s: StreamOwned<ClientConnection, TcpStream>,
-    dec: Decoder,
-}
+type RawTls = Raw<StreamOwned<ClientConnection, TcpStream>>;
 
 /// A rustls client of `server` that trusts its issuer, not connected yet.
 fn tls_client(server: &FakeServer) -> ClientConnection {
@@ -61,69 +59,9 @@ fn tls_client(server: &FakeServer) -> ClientConnection {
     ClientConnection::new(Arc::new(config), name).unwrap()
 }
 
-impl RawTls {
-    fn connect(server: &FakeServer) -> RawTls {
-        let tcp = TcpStream::connect(server.addr()).unwrap();
-        RawTls {
-            s: StreamOwned::new(tls_client(server), tcp),
-            dec: Decoder::new(),
-        }
-    }
-
-    fn send(&mut self, args: &[&str]) {
-        let mut buf = Vec::new();
-        write_command_header(&mut buf, args.len());
-        for a in args {
-            write_arg(&mut buf, a.as_bytes());
-        }
-        self.s.write_all(&buf).unwrap();
-        self.s.flush().unwrap();
-    }
-
-    /// The next frame, or `None` after `timeout`, at EOF or on an error.
-    fn read_within(&mut self, timeout: Duration) -> Option<Value> {
-        let deadline = Instant::now() + timeout;
-        loop {
-            if let Some(v) = self.dec.decode().expect("a well-formed frame") {
-                return Some(v);
-            }
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                return None;
-            }
-            self.s.sock.set_read_timeout(Some(left)).unwrap();
-            match self.dec.read_from(&mut self.s) {
-                Ok(0) | Err(_) => return None,
-                Ok(_) => {}
-            }
-        }
-    }
-
-    fn cmd(&mut self, args: &[&str]) -> Value {
-        self.send(args);
-        self.read_within(SOON).expect("a reply within 5 s")
-    }
-
-    /// Whether the server closed the connection (EOF, or the TLS layer's "closed
-    /// without close_notify") within `timeout`.
-    fn closed_within(&mut self, timeout: Duration) -> bool {
-        let deadline = Instant::now() + timeout;
-        let mut buf = [0u8; 4096];
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                return false;
-            }
-            self.s.sock.set_read_timeout(Some(left)).unwrap();
-            match self.s.read(&mut buf) {
-                Ok(0) => return true,
-                Ok(_) => {}
-                Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock) => return false,
-                Err(e) if matches!(e.kind(), std::io::ErrorKind::TimedOut) => return false,
-                Err(_) => return true,
-            }
-        }
-    }
+fn raw_tls(server: &FakeServer) -> RawTls {
+    let tcp = TcpStream::connect(server.addr()).unwrap();
+    Raw::over(StreamOwned::new(tls_client(server), tcp))
 }
 
 fn pong() -> Value {
@@ -236,7 +174,7 @@ fn hang_holds_replies_and_handshakes_and_releases_them() {
     let server = FakeServer::start_tls().unwrap();
     let (_c, db) = connect(&server, "syncTimeout=300");
     db.set("k", "v").unwrap();
-    let mut raw = RawTls::connect(&server);
+    let mut raw = raw_tls(&server);
     assert_eq!(raw.cmd(&["PING"]), pong());
 
     server.hang(true);
@@ -297,7 +235,7 @@ fn close_refuse_delay_close_after_and_injected_errors_over_tls() {
     server.clear_failures();
 
     server.close_after_commands(Some(1));
-    let mut raw = RawTls::connect(&server);
+    let mut raw = raw_tls(&server);
     assert_eq!(raw.cmd(&["PING"]), pong());
     raw.send(&["PING"]);
     assert!(raw.closed_within(SOON), "second command not answered");
@@ -382,13 +320,7 @@ fn a_tls_cluster_serves_through_ask_moved_and_an_announced_migration() {
 }
 
 fn fake_threads(port: u16) -> usize {
-    let prefix = format!("fake-{port}-");
-    std::fs::read_dir("/proc/self/task")
-        .unwrap()
-        .flatten()
-        .filter_map(|e| std::fs::read_to_string(e.path().join("comm")).ok())
-        .filter(|name| name.trim().starts_with(&prefix))
-        .count()
+    support::threads_named(&format!("fake-{port}-")).len()
 }
 
 #[test]
@@ -397,7 +329,7 @@ fn shutdown_joins_every_thread_also_mid_handshake_and_while_hung() {
     let port = server.port();
     let (_c, db) = connect(&server, "syncTimeout=5000");
     db.ping().unwrap();
-    let mut blocked = RawTls::connect(&server);
+    let mut blocked = raw_tls(&server);
     blocked.send(&["BLPOP", "never", "0"]);
     assert!(server.wait_for(|s| s.commands_received("BLPOP") == 1, SOON));
     // Connected, never shaken hands; and one half-way through a ClientHello.
