@@ -7,7 +7,8 @@
 //! running in parallel only ever add: each test reads the series labelled with its own
 //! servers' ports and its own member names, and where a series has no such label
 //! (`db.client.operation.duration`) it compares before and after and asserts "at
-//! least".
+//! least". Its own test binary: the recorder is the process's, so the other tests'
+//! clients would record into it.
 #![cfg(feature = "metrics")]
 
 mod support;
