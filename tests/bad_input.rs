@@ -22,6 +22,9 @@
 //! reply to the oldest of them. The client detects a surplus reply when nothing waits
 //! (it closes the connection); the test for that keeps the client idle when the server
 //! sends it.
+//!
+//! Its own test binary: the memory rows measure the process's resident memory, which
+//! other tests' allocations would move.
 
 mod support;
 

@@ -7,7 +7,9 @@
 //! same features as this test (a no-op after `cargo test`, which has built them
 //! already; needed when this file runs alone, as `cargo test --test examples`), then
 //! run one at a time: several are timelines measured in wall-clock seconds and would
-//! disturb one another on a 2-core machine.
+//! disturb one another on a 2-core machine. For the same reason this is a test binary
+//! of its own (cargo runs one binary at a time, so no other test runs beside it); it
+//! does not link the crate, so it costs little to build.
 
 use std::io::Read;
 use std::path::{Path, PathBuf};

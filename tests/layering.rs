@@ -4,7 +4,8 @@
 //! `LAYERS` and CONTRIBUTING.md, "Layers"); where a lower layer must reach a higher
 //! one, it defines a trait the higher one implements. Inside `availability`: no
 //! cycle, which is how decision state ended up with several owners before. Both are
-//! read from the source tree, test code excluded.
+//! read from the source tree, test code excluded. Its own test binary: it reads files
+//! and does not link the crate, so it costs little to build.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;

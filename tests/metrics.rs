@@ -7,7 +7,8 @@
 //! running in parallel only ever add: each test reads the series labelled with its own
 //! servers' ports and its own member names, and where a series has no such label
 //! (`db.client.operation.duration`) it compares before and after and asserts "at
-//! least".
+//! least". Its own test binary: the recorder is the process's, so the other tests'
+//! clients would record into it.
 #![cfg(feature = "metrics")]
 
 mod support;
@@ -264,17 +265,34 @@ fn ops(with: &[(&str, &str)], without: &[&str]) -> usize {
     recorder().histogram_count(OPERATION_DURATION, with, without)
 }
 
+/// Two fakes, the members `a-<port>` (weight 2) and `b-<port>` (weight 1) of a group
+/// with `options`, once both are connected: `connect` returns once one serves, and a
+/// failover to a member still connecting waits for it (and is announced as its
+/// arrival, not as what the test did).
+fn two_members(options: GroupOptions) -> ([FakeServer; 2], String, String, Group) {
+    let servers = [FakeServer::start().unwrap(), FakeServer::start().unwrap()];
+    let (a, b) = (
+        format!("a-{}", port(&servers[0])),
+        format!("b-{}", port(&servers[1])),
+    );
+    let group = Group::connect(
+        vec![member(&servers[0], &a, 2), member(&servers[1], &b, 1)],
+        options,
+    )
+    .unwrap();
+    assert!(wait_until(WAIT, || group
+        .members()
+        .iter()
+        .all(|m| m.is_connected())));
+    (servers, a, b, group)
+}
+
 // ---------------------------------------------------------------------------------
 // The tests.
 
 #[test]
 fn an_error_storm_trips_the_breaker_and_the_group_fails_over() {
     let r = recorder();
-    let servers = [FakeServer::start().unwrap(), FakeServer::start().unwrap()];
-    let (a, b) = (
-        format!("a-{}", port(&servers[0])),
-        format!("b-{}", port(&servers[1])),
-    );
     // Health checks far apart: only the breaker moves the group this fast; and no
     // failback while the test looks (a reconnects at once after the trip).
     let options = GroupOptions::default()
@@ -285,18 +303,8 @@ fn an_error_storm_trips_the_breaker_and_the_group_fails_over() {
                 .minimum_number_of_failures(20)
                 .failure_rate_threshold(10.0),
         );
-    let group = Group::connect(
-        vec![member(&servers[0], &a, 2), member(&servers[1], &b, 1)],
-        options,
-    )
-    .unwrap();
+    let (servers, a, b, group) = two_members(options);
     assert!(wait_until(WAIT, || active(&group) == a));
-    // `connect` returns once a serves; b may still be connecting, and a failover then
-    // waits for it (and is announced as b's arrival, not as the breaker's doing).
-    assert!(wait_until(WAIT, || group
-        .members()
-        .iter()
-        .all(|m| m.is_connected())));
     let initial = [(label::FROM, "none"), (label::TO, a.as_str())];
     assert_eq!(reaches(1, || r.counter(ACTIVE_MEMBER_CHANGES, &initial)), 1);
     assert!(gauge_says(&a, true));
@@ -362,27 +370,14 @@ fn an_error_storm_trips_the_breaker_and_the_group_fails_over() {
 #[test]
 fn a_member_that_goes_away_fails_over_reconnects_and_fails_back() {
     let r = recorder();
-    let servers = [FakeServer::start().unwrap(), FakeServer::start().unwrap()];
-    let (a, b) = (
-        format!("a-{}", port(&servers[0])),
-        format!("b-{}", port(&servers[1])),
-    );
     let options = GroupOptions::default()
         .health_check(fast_checks())
         .failback_check(fast_checks());
-    let group = Group::connect(
-        vec![member(&servers[0], &a, 2), member(&servers[1], &b, 1)],
-        options,
-    )
-    .unwrap();
+    let (servers, a, b, group) = two_members(options);
     // With a failback check, the first member up serves provisionally until one
     // passes its check; settled once a serves and has passed its own.
     let settled = || active(&group) == a && !group.members()[0].is_provisional();
     assert!(wait_until(WAIT, settled), "{}", group.status());
-    assert!(wait_until(WAIT, || group
-        .members()
-        .iter()
-        .all(|m| m.is_connected())));
     // The gauge is set after the change is counted: counted now, whatever came first.
     assert!(gauge_says(&a, true));
     let home = [(label::FROM, b.as_str()), (label::TO, a.as_str())];

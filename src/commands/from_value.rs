@@ -255,7 +255,7 @@ fn pairs(v: Value) -> Result<Vec<(Value, Value)>> {
     match strip(v) {
         Value::Map(pairs) => Ok(pairs),
         // A RESP3 set is members, not fields and values: pairing them up would make a
-        // map that the server never sent (found by tests/differential.rs).
+        // map that the server never sent (found by tests/client/differential.rs).
         v @ (Value::Set(_) | Value::Push(_)) => Err(mismatch("a map", &v)),
         v => {
             let items = items(v, "a map")?;

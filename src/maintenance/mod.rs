@@ -145,7 +145,7 @@ mod endpoint_type;
 mod event;
 mod handler;
 // Hidden, not part of the API (may change in any release): the socket-free handoff
-// decision core, public only so `tests/handoff_decision.rs` can drive it through
+// decision core, public only so `tests/maintenance/handoff_decision.rs` can drive it through
 // scripted DNS timelines. Users see its verdict as the `HandoffDecision` a
 // `HandoffReport` carries.
 #[doc(hidden)]

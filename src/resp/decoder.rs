@@ -628,13 +628,10 @@ impl Decoder {
 }
 
 #[cfg(test)]
-#[path = "decoder_tests.rs"]
 mod tests;
 
 #[cfg(test)]
-#[path = "decoder_error_tests.rs"]
 mod error_tests;
 
 #[cfg(test)]
-#[path = "decoder_props.rs"]
 mod props;

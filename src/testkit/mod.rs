@@ -10,7 +10,7 @@
 //!   sets, sorted sets, streams (blocking commands block for real), the script cache,
 //!   `CONFIG`, `WAIT`, `INFO`; `MULTI/EXEC/WATCH`, and pub/sub (plain, pattern and
 //!   sharded), with the real server's reply shapes per protocol and its error texts
-//!   (`tests/testkit_parity.rs` compares each typed method with a real server).
+//!   (`tests/testkit/testkit_parity.rs` compares each typed method with a real server).
 //! - Faults, switchable at run time: [`hang`](FakeServer::hang),
 //!   [`close_all_connections`](FakeServer::close_all_connections),
 //!   [`refuse_connections`](FakeServer::refuse_connections),

@@ -653,9 +653,4 @@ impl Record {
             .max()
             .unwrap_or_default()
     }
-
-    /// Calls made on `shard` in all.
-    pub fn calls(&self, shard: usize) -> usize {
-        self.shards[shard].len()
-    }
 }

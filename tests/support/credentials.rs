@@ -3,7 +3,8 @@
 //! threads that keep the errors of failed calls, the events that mean a connection was
 //! lost, and waiting for a re-authentication round to be reported.
 
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -46,10 +47,34 @@ pub fn issue_user(admin: &Database, prefix: &str, n: u64) -> Credentials {
     Credentials::user(user, secret)
 }
 
-/// The events that mean a connection was lost or re-authentication failed, and (when
-/// asked) that the provider could not deliver credentials.
-pub fn trouble(events: &Receiver<ClientEvent>, unavailable_too: bool) -> Vec<ClientEvent> {
-    events
+/// How a test of changing credentials ends: the writers (when any) still make
+/// progress, then stop with no failed call; the subscription (when given) still
+/// delivers; and no connection was lost and no re-authentication failed (nor, with
+/// `unavailable_too`, were credentials unavailable). The writers' successful calls.
+pub fn assert_served_throughout(
+    writers: Option<Writers>,
+    events: &Receiver<ClientEvent>,
+    unavailable_too: bool,
+    subscription: Option<(&Subscriber, &Subscription)>,
+) -> u64 {
+    let calls = writers.map_or(0, |writers| {
+        let before = writers.calls();
+        assert!(
+            super::wait_until(Duration::from_secs(5), || writers.calls() > before + 100),
+            "the writers stalled at {before} calls"
+        );
+        writers.stop()
+    });
+    if let Some((sub, news)) = subscription {
+        assert!(super::wait_until(Duration::from_secs(5), || sub
+            .publish("news", "still here")
+            .is_ok_and(|n| n == 1)));
+        assert_eq!(
+            news.recv_timeout(Duration::from_secs(5)).unwrap().payload,
+            b"still here"
+        );
+    }
+    let trouble: Vec<ClientEvent> = events
         .try_iter()
         .filter(|e| match e {
             ClientEvent::ConnectionFailed { .. } | ClientEvent::ReauthenticationFailed { .. } => {
@@ -58,18 +83,9 @@ pub fn trouble(events: &Receiver<ClientEvent>, unavailable_too: bool) -> Vec<Cli
             ClientEvent::CredentialsUnavailable { .. } => unavailable_too,
             _ => false,
         })
-        .collect()
-}
-
-/// The subscription to `news` still delivers what is published through `sub`.
-pub fn assert_still_delivers(sub: &Subscriber, news: &Subscription) {
-    assert!(super::wait_until(Duration::from_secs(5), || sub
-        .publish("news", "still here")
-        .is_ok_and(|n| n == 1)));
-    assert_eq!(
-        news.recv_timeout(Duration::from_secs(5)).unwrap().payload,
-        b"still here"
-    );
+        .collect();
+    assert!(trouble.is_empty(), "{trouble:?}");
+    calls
 }
 
 /// Waits for `ClientEvent::Reauthenticated` at `generation` or later; its connection
@@ -97,18 +113,17 @@ pub fn wait_for_round(
 /// Eight threads writing through `db` until stopped, counting successes and keeping
 /// the errors of the calls that failed.
 pub struct Writers {
-    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
-    pub calls: std::sync::Arc<std::sync::atomic::AtomicU64>,
-    failed: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+    stop: Arc<AtomicBool>,
+    calls: Arc<AtomicU64>,
+    failed: Arc<Mutex<Vec<String>>>,
     workers: Vec<thread::JoinHandle<()>>,
 }
 
 impl Writers {
     pub fn start(db: &Database, prefix: &'static str) -> Writers {
-        use std::sync::atomic::Ordering;
-        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let calls = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
-        let failed = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let stop = Arc::new(AtomicBool::new(false));
+        let calls = Arc::new(AtomicU64::new(0));
+        let failed = Arc::new(Mutex::new(Vec::new()));
         let workers = (0..8)
             .map(|t| {
                 let (db, stop, calls, failed) =
@@ -135,13 +150,28 @@ impl Writers {
         }
     }
 
-    /// Stops them; the errors of the calls that failed.
-    pub fn stop(self) -> Vec<String> {
-        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    /// The calls that succeeded so far.
+    pub fn calls(&self) -> u64 {
+        self.calls.load(Ordering::Relaxed)
+    }
+
+    /// Waits until `n` more calls have succeeded (10 s at most).
+    pub fn wait_for(&self, n: u64) {
+        let from = self.calls();
+        assert!(
+            super::wait_until(Duration::from_secs(10), || self.calls() >= from + n),
+            "{n} calls after {from} not served"
+        );
+    }
+
+    /// Stops them and asserts that no call failed; the calls that succeeded.
+    pub fn stop(self) -> u64 {
+        self.stop.store(true, Ordering::Relaxed);
         for w in self.workers {
             w.join().unwrap();
         }
         let failed = self.failed.lock().unwrap().clone();
-        failed
+        assert!(failed.is_empty(), "failed calls: {failed:?}");
+        self.calls.load(Ordering::Relaxed)
     }
 }

@@ -3,11 +3,21 @@
 //!
 //! A missing binary fails the test with how to install it. Setting
 //! `RESILIENT_REDIS_SKIP_SERVER_TESTS=1` skips these tests explicitly, and says so.
+//!
+//! The one helper tree of the integration tests (and of `benches/cluster_failover.rs`):
+//! every test binary includes all of it, and the submodules serve one concern each.
+// Each binary uses only part of the tree, so what one leaves unused is not dead: the
+// one allow for the whole tree. A helper no binary uses is deleted (checked by
+// building every binary and the bench with this line removed).
 #![allow(dead_code)]
 
 pub mod cluster;
+pub mod commands;
 pub mod credentials;
+pub mod logs;
+pub mod maintenance;
 pub mod optin;
+pub mod raw;
 pub mod sentinel;
 pub mod transport;
 

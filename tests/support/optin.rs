@@ -3,8 +3,7 @@
 //! connection takes other paths (the pipelined opt-in, pushes mid-handshake, relaxed
 //! deadlines) and a change that breaks only those must fail a test.
 //!
-//! The one place the switch is read. Included by `support` and, through `#[path]`, by
-//! `testkit_common`; no test binary includes both, so there is one registry per binary.
+//! The one place the switch is read.
 //!
 //! With the switch on, a client configuration that does not set `maintNotifications`
 //! (nor a provider's `defaults=`) gets:
@@ -16,8 +15,6 @@
 //!   and absorbs the refusal), or when it forces RESP2 (no opt-in possible).
 //!
 //! Tests of the opt-in itself set `maintNotifications` explicitly and are left alone.
-#![allow(dead_code)]
-
 use std::collections::BTreeSet;
 use std::sync::{Mutex, OnceLock};
 

@@ -165,14 +165,6 @@ impl SentinelSetup {
     pub fn url(&self) -> String {
         format!("redis+sentinel://{}/{SERVICE}", self.sentinel_list())
     }
-
-    /// The primary's port as the first sentinel that answers says.
-    pub fn primary_port(&self) -> Option<u16> {
-        self.sentinels.iter().find_map(|s| {
-            let out = sentinel_cli(s.port, &["SENTINEL", "GET-MASTER-ADDR-BY-NAME", SERVICE])?;
-            out.lines().nth(1)?.trim().parse().ok()
-        })
-    }
 }
 
 /// `redis-cli` against a sentinel; `None` when it fails.

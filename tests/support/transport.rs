@@ -2,8 +2,6 @@
 //! from one issuer the client trusts, verification on (so a handoff or a redirect from
 //! one fake to another verifies too). `over_both_transports!(scenario, ...)` turns each
 //! `fn scenario(t: Transport)` into two tests, `scenario::tcp` and `scenario::tls`.
-#![allow(dead_code)]
-
 use resilient_redis::testkit::{FakeCluster, FakeIssuer, FakeServer, FakeServerBuilder};
 use resilient_redis::Options;
 
@@ -22,10 +20,6 @@ impl Transport {
     /// TLS under an issuer minted for this scenario.
     pub fn tls() -> Transport {
         Transport::Tls(FakeIssuer::new().expect("mint a test CA"))
-    }
-
-    pub fn is_tls(&self) -> bool {
-        matches!(self, Transport::Tls(_))
     }
 
     /// A fake's builder serving this transport; over TLS its certificate also names

@@ -1,0 +1,12 @@
+//! Failover groups: real and fake members, the default options, lag-aware health
+//! checks and their REST probe. One test binary; each module was its own test file.
+
+#[path = "../support/mod.rs"]
+mod support;
+
+mod group;
+mod group_defaults;
+mod group_fake;
+mod lag_aware_group;
+mod lag_aware_probe;
+mod lag_aware_tls;
