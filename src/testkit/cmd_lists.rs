@@ -6,9 +6,11 @@ use super::blocking;
 use super::reply::{self, bulk, bulk_value, err, int, nil, parse_int, Reply};
 use super::session::Ctx;
 
-fn push(ctx: &mut Ctx<'_, '_>, args: &[Vec<u8>], left: bool) -> Reply {
+/// Pushes onto the list at `args[1]`, creating it when `create` (`LPUSH`) or leaving a
+/// missing key alone with 0 (`LPUSHX`).
+pub(super) fn push(ctx: &mut Ctx<'_, '_>, args: &[Vec<u8>], left: bool, create: bool) -> Reply {
     let now = ctx.now;
-    let len = match ctx.db().list_mut(&args[1], now, true) {
+    let len = match ctx.db().list_mut(&args[1], now, create) {
         Ok(Some(list)) => {
             for v in &args[2..] {
                 if left {
@@ -19,7 +21,8 @@ fn push(ctx: &mut Ctx<'_, '_>, args: &[Vec<u8>], left: bool) -> Reply {
             }
             list.len()
         }
-        _ => return reply::wrong_type(),
+        Ok(None) => return int(0),
+        Err(()) => return reply::wrong_type(),
     };
     ctx.pushed = true;
     int(len as i64)
@@ -27,12 +30,12 @@ fn push(ctx: &mut Ctx<'_, '_>, args: &[Vec<u8>], left: bool) -> Reply {
 
 /// `LPUSH key value ...`
 pub(crate) fn lpush(ctx: &mut Ctx<'_, '_>, args: &[Vec<u8>]) -> Reply {
-    push(ctx, args, true)
+    push(ctx, args, true, true)
 }
 
 /// `RPUSH key value ...`
 pub(crate) fn rpush(ctx: &mut Ctx<'_, '_>, args: &[Vec<u8>]) -> Reply {
-    push(ctx, args, false)
+    push(ctx, args, false, true)
 }
 
 fn pop(ctx: &mut Ctx<'_, '_>, args: &[Vec<u8>], left: bool) -> Reply {

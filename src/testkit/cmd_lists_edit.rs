@@ -1,38 +1,18 @@
 //! List edits in place: LPUSHX, RPUSHX, LSET, LREM, LTRIM, LINSERT, LPOS.
 
-use super::cmd_lists::clamp_range;
+use super::cmd_lists::{clamp_range, push};
 use super::reply::{self, err, int, nil, ok, parse_int, Reply};
 use super::session::Ctx;
 use crate::resp::Value;
 
-fn pushx(ctx: &mut Ctx<'_, '_>, args: &[Vec<u8>], left: bool) -> Reply {
-    let now = ctx.now;
-    let len = match ctx.db().list_mut(&args[1], now, false) {
-        Ok(Some(list)) => {
-            for v in &args[2..] {
-                if left {
-                    list.push_front(v.clone());
-                } else {
-                    list.push_back(v.clone());
-                }
-            }
-            list.len()
-        }
-        Ok(None) => return int(0),
-        Err(()) => return reply::wrong_type(),
-    };
-    ctx.pushed = true;
-    int(len as i64)
-}
-
 /// `LPUSHX key value ...`: only onto an existing list.
 pub(crate) fn lpushx(ctx: &mut Ctx<'_, '_>, args: &[Vec<u8>]) -> Reply {
-    pushx(ctx, args, true)
+    push(ctx, args, true, false)
 }
 
 /// `RPUSHX key value ...`
 pub(crate) fn rpushx(ctx: &mut Ctx<'_, '_>, args: &[Vec<u8>]) -> Reply {
-    pushx(ctx, args, false)
+    push(ctx, args, false, false)
 }
 
 /// `LSET key index value` (the key is looked at before the index, as the server does)
