@@ -193,6 +193,18 @@ impl Deployment {
     }
 
     /// Builds a node: its interactive, subscription and blocking connection settings.
+    /// Builds the TLS configuration for every configured endpoint and drops it: what a
+    /// dial would find wrong with the files and certificates, said before any dial.
+    pub(crate) fn check_tls(&self) -> Result<()> {
+        let Some(t) = &self.options.tls else {
+            return Ok(());
+        };
+        for endpoint in &self.options.endpoints {
+            tls::setup(t, &endpoint.host, self.tls_unverified_warned.clone())?;
+        }
+        Ok(())
+    }
+
     pub(crate) fn make_node(&self, endpoint: Endpoint) -> Result<Arc<Node>> {
         let options = self.options.clone();
         let tls = match &options.tls {

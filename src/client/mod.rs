@@ -190,6 +190,10 @@ impl Client {
             deployment.notify = Some(m.notify);
         }
         let deployment = Arc::new(deployment);
+        // What TLS files and certificates can only get wrong by configuration (a
+        // missing CA file, a key that does not parse), before any dial: a member would
+        // otherwise never come up, silently (its dial runs on its supervisor thread).
+        deployment.check_tls()?;
         if !in_group {
             connect_first(&deployment)?;
         }

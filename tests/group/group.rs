@@ -304,3 +304,33 @@ fn pubsub_follows_the_active_member_through_a_failover() {
     );
     let _ = &mut servers;
 }
+
+/// A member whose TLS files are wrong is refused by `Group::connect` and `Group::add`
+/// with the cause, before any dial: its dial runs on its own thread, where the error
+/// used to be dropped and the member never came up, silently.
+#[test]
+fn a_member_whose_ca_file_is_missing_is_refused_with_the_cause() {
+    let missing = std::env::temp_dir().join("rr-test-no-such-ca.pem");
+    let member = |name: &str| {
+        Member::new(format!(
+            "127.0.0.1:1,ssl=true,sslCaFile={}",
+            missing.display()
+        ))
+        .with_name(name)
+    };
+    let e = Group::connect(vec![member("eu")], GroupOptions::default()).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Config, "{e}");
+    assert!(e.to_string().contains("rr-test-no-such-ca.pem"), "{e}");
+
+    let Some(server) = RedisServer::start() else {
+        return;
+    };
+    let group = Group::connect(
+        vec![Member::new(opt_in(server.addr())).with_name("us")],
+        GroupOptions::default(),
+    )
+    .unwrap();
+    let e = group.add(member("eu")).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Config, "{e}");
+    assert_eq!(group.members().len(), 1, "the refused member is not listed");
+}
