@@ -9,7 +9,7 @@ use std::time::Duration;
 use resilient_redis::config::{Credentials, Token, TokenCredentials};
 use resilient_redis::prelude::*;
 use support::optin::opt_in;
-use support::{threads_named, wait_until, RedisServer};
+use support::{threads_left_after_join, threads_named, wait_until, RedisServer};
 
 #[test]
 fn no_thread_is_left_after_close_or_drop() {
@@ -98,9 +98,9 @@ fn no_thread_is_left_after_close_or_drop() {
         threads_named("rr-")
     );
     drop(tokens);
+    let left = threads_left_after_join("rr-");
     assert!(
-        threads_named("rr-").is_empty(),
-        "joined when the last clone is dropped: {:?}",
-        threads_named("rr-")
+        left.is_empty(),
+        "joined when the last clone is dropped: {left:?}"
     );
 }

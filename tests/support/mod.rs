@@ -284,6 +284,19 @@ pub fn threads_named(prefix: &str) -> Vec<String> {
     names
 }
 
+/// The threads named `prefix...` still listed once threads just joined have had time
+/// to leave `/proc/self/task`: the kernel can list an exited thread there for a moment
+/// after the join returns (its tid is released after the join's wake-up; seen in
+/// fresh-clone runs). A short deadline, not a leak's: a thread that was not joined
+/// shows.
+pub fn threads_left_after_join(prefix: &str) -> Vec<String> {
+    let deadline = Instant::now() + Duration::from_millis(500);
+    while !threads_named(prefix).is_empty() && Instant::now() < deadline {
+        std::thread::yield_now();
+    }
+    threads_named(prefix)
+}
+
 /// Events received until one matches `until` (or `within` passes): a group publishes
 /// its state before the events that announce it, so a test that saw the state waits
 /// for the event rather than reading the queue once.

@@ -236,13 +236,7 @@ fn shutdown_joins_every_fake_thread() {
     let mine = || support::threads_named(&prefix);
     assert!(mine().len() >= 4, "{:?}", mine());
     drop(server);
-    // Joined threads have exited, but the kernel can list an exited thread in
-    // /proc/self/task for a moment after the join returns (its tid is released after
-    // the join's wake-up): seen once, one of four. A short deadline, not a leak's.
-    let deadline = Instant::now() + Duration::from_millis(500);
-    while !mine().is_empty() && Instant::now() < deadline {
-        std::thread::yield_now();
-    }
-    assert!(mine().is_empty(), "{:?}", mine());
+    let left = support::threads_left_after_join(&prefix);
+    assert!(left.is_empty(), "{left:?}");
     assert!(conns[1].closed_within(Duration::from_secs(1)));
 }
