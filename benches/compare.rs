@@ -438,8 +438,10 @@ fn reference(plan: &Plan, server: &RedisServer) -> String {
 }
 
 /// Throughput and CPU per call at 1..64 threads, ours (one shared Client) vs redis-rs
-/// (a connection each), with what `redis-benchmark` gets from the same server at as
-/// many connections, without and with pipelining (the server's ceiling).
+/// (a connection each), against the goals, with what `redis-benchmark` gets from the
+/// same server at as many connections without and with pipelining (the server's
+/// ceiling), and on one connection with as many requests in flight as threads (what a
+/// single multiplexed connection can get at that depth).
 fn thread_growth(
     plan: &Plan,
     server: &RedisServer,
@@ -470,6 +472,20 @@ fn thread_growth(
         let n = plan.pick(200_000, 20_000);
         let plain = server::redis_benchmark_get(server.port, threads, 1, n);
         let piped = server::redis_benchmark_get(server.port, threads, 16, n * 8);
+        // One connection with as many requests in flight as there are threads: what
+        // the server gives a single multiplexed connection at that depth.
+        let one_conn = server::redis_benchmark_get(server.port, 1, threads, n);
+        let (goal, met) = match thread_goal(threads) {
+            Some((min_ratio, max_cpu)) => (
+                format!("≥ {min_ratio:.1}, ≤ {max_cpu:.2}"),
+                if a / b >= min_ratio && ca / cb <= max_cpu {
+                    "pass"
+                } else {
+                    "FAIL"
+                },
+            ),
+            None => ("-".to_string(), "-"),
+        };
         cells.push(vec![
             threads.to_string(),
             report::rate(a),
@@ -478,8 +494,11 @@ fn thread_growth(
             format!("{:.1} µs", ca / 1000.0),
             format!("{:.1} µs", cb / 1000.0),
             format!("{:.2}", ca / cb),
+            goal,
+            met.to_string(),
             report::rate(plain),
             report::rate(piped),
+            report::rate(one_conn),
         ]);
     }
     notes.push(format!(
@@ -491,7 +510,8 @@ fn thread_growth(
     ));
     format!(
         "Throughput and CPU per call by thread count (ours: one shared Client; redis-rs: \
-         one connection per thread; redis-benchmark GET, -c threads):\n{}",
+         one connection per thread; redis-benchmark GET, -c threads, and on one connection \
+         with as many in flight as threads):\n{}",
         report::table(
             &[
                 "threads",
@@ -501,12 +521,28 @@ fn thread_growth(
                 "ours CPU/call",
                 "redis-rs CPU/call",
                 "CPU ratio",
+                "goal (ratio, CPU ratio)",
+                "met",
                 "r-b -P 1",
                 "r-b -P 16",
+                "r-b -c 1 -P threads",
             ],
             &cells
         )
     )
+}
+
+/// The thread-scaling goals (throughput ratio at least, CPU-per-call ratio at most)
+/// where the issue sets them.
+fn thread_goal(threads: usize) -> Option<(f64, f64)> {
+    match threads {
+        1 => Some((1.0, 1.25)),
+        2 => Some((1.3, 1.25)),
+        4 => Some((1.2, 1.25)),
+        16 => Some((2.0, 1.25)),
+        64 => Some((3.0, 1.25)),
+        _ => None,
+    }
 }
 
 /// GET latency by value size, ours vs redis-rs.

@@ -1,7 +1,9 @@
-//! The read token's hand-over between the reader thread and a caller alone on the
-//! connection, against the fake server: a sequential caller reads its own replies, a
-//! push or the close on a connection left idle is still seen by the reader thread,
-//! and a caller reading for itself still times out on a silent server.
+//! The read token's hand-over between the reader thread and callers, against the fake
+//! server: a sequential caller reads its own replies, callers in flight together hand
+//! the token to each other, a push or the close on a connection left idle is still
+//! seen by the reader thread, a caller reading for itself still times out on a silent
+//! server, and neither a caller giving up nor one who never comes back leaves a reply
+//! unread or a frame unsent.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -194,4 +196,121 @@ fn many_callers_after_a_lone_one_are_all_answered() {
             }
         });
     }
+}
+
+#[test]
+fn callers_in_flight_together_hand_the_token_to_each_other_and_each_gets_its_own_replies() {
+    let server = FakeServer::start().expect("fake");
+    let (pushes, failures) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let conn = Arc::new(
+        Connection::open(&config(&server, pushes.clone(), failures.clone())).expect("open"),
+    );
+    // How often a caller reads depends on scheduling (on a busy machine the thread
+    // may find every reply in one read, with nobody left waiting): rounds until one
+    // did.
+    let mut read_by_a_caller = false;
+    for round in 0..20 {
+        let before = conn.shared.pending.lock().direct_reads;
+        std::thread::scope(|s| {
+            for t in 0..3 {
+                let conn = conn.clone();
+                s.spawn(move || {
+                    for i in 0..100 {
+                        let token = format!("r{round}t{t}-{i}");
+                        let reply = echo(&conn, &token, Duration::from_secs(10)).expect("reply");
+                        assert_eq!(reply.as_bytes(), Some(token.as_bytes()));
+                    }
+                });
+            }
+        });
+        if conn.shared.pending.lock().direct_reads > before {
+            read_by_a_caller = true;
+            break;
+        }
+    }
+    assert!(
+        read_by_a_caller,
+        "no reply of 20 rounds of 300 read by a caller"
+    );
+    // Left idle, the reader thread takes the token back from the callers.
+    server.notify(Notification::failing_over(5, &["1"]));
+    assert!(
+        wait_until(|| pushes.load(Ordering::SeqCst) == 1),
+        "push seen"
+    );
+    server.close_all_connections();
+    assert!(
+        wait_until(|| failures.load(Ordering::SeqCst) == 1),
+        "close seen"
+    );
+}
+
+#[test]
+fn a_frame_held_for_callers_who_never_come_back_is_sent_anyway() {
+    let server = FakeServer::start().expect("fake");
+    let counters = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let conn = Connection::open(&config(&server, counters.0, counters.1)).expect("open");
+    // A frame too large for its caller to write goes through the writer thread: once
+    // it is answered, that thread has started and waits, so nobody but the holder
+    // sends a held frame.
+    let large = "x".repeat(DIRECT_WRITE_MAX + 1);
+    echo(&conn, &large, Duration::from_secs(5)).expect("large");
+    // The reply can come before that thread has finished its turn.
+    assert!(wait_until(|| !conn.shared.out.lock().busy));
+    for i in 0..8 {
+        // As if eight callers were just answered together and went elsewhere.
+        conn.shared.returning.store(8, Ordering::SeqCst);
+        let token = format!("h{i}");
+        let reply = echo(&conn, &token, Duration::from_secs(5)).expect("reply");
+        assert_eq!(reply.as_bytes(), Some(token.as_bytes()));
+        if i == 0 {
+            // A miss forgets who was expected; this call's own answer counts again.
+            let r = conn.shared.returning.load(Ordering::SeqCst);
+            assert!(r <= 1, "returning {r}");
+        }
+    }
+}
+
+#[test]
+fn callers_giving_up_while_others_wait_never_leave_the_token_with_nobody() {
+    let server = FakeServer::start().expect("fake");
+    let counters = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let conn = Arc::new(Connection::open(&config(&server, counters.0, counters.1)).expect("open"));
+    server.jitter(Duration::from_millis(4));
+    let (answered, gave_up) = (AtomicUsize::new(0), AtomicUsize::new(0));
+    std::thread::scope(|s| {
+        for t in 0..4 {
+            let (conn, answered, gave_up) = (conn.clone(), &answered, &gave_up);
+            s.spawn(move || {
+                for i in 0..40 {
+                    // Every other call gives up before most replies come.
+                    let timeout = if (t + i) % 2 == 0 { 2 } else { 10_000 };
+                    let token = format!("g{t}-{i}");
+                    match echo(&conn, &token, Duration::from_millis(timeout)) {
+                        Ok(reply) => {
+                            assert_eq!(reply.as_bytes(), Some(token.as_bytes()));
+                            answered.fetch_add(1, Ordering::SeqCst);
+                        }
+                        Err(e) => {
+                            assert!(e.contains("no reply within"), "{e}");
+                            assert_eq!(timeout, 2, "a patient caller failed: {e}");
+                            gave_up.fetch_add(1, Ordering::SeqCst);
+                        }
+                    }
+                }
+            });
+        }
+    });
+    assert!(
+        answered.load(Ordering::SeqCst) >= 80,
+        "every patient caller answered"
+    );
+    server.jitter(Duration::ZERO);
+    assert!(
+        wait_until(|| !conn.has_pending()),
+        "the late replies were read"
+    );
+    let reply = echo(&conn, "after", Duration::from_secs(5)).expect("after");
+    assert_eq!(reply.as_bytes(), Some(&b"after"[..]));
+    assert!(!conn.is_closed());
 }

@@ -1,14 +1,22 @@
 //! One physical connection: socket (+TLS), handshake, a writer thread, a reader thread,
 //! and the FIFO of callers waiting for replies.
 //!
-//! Who writes: a caller alone writes its own frame; otherwise the writer thread sends
-//! everything queued in one write. Who reads: whoever holds the read token, normally
-//! the reader thread. After two requests in a row from callers alone on the
-//! connection, the thread stands down and the next lone caller reads its own reply
-//! (polling the socket briefly, then blocking), as a dedicated connection would: no
-//! hop through another thread. A request that is not alone, a half-read frame, or a
-//! tick in which nobody read hands the token back to the thread, so pushes and the
-//! close of an idle connection are still seen within milliseconds.
+//! Who writes: with few callers in flight (`FEW_IN_FLIGHT`), a caller writes
+//! everything buffered together with its own frame; with more, the writer thread sends
+//! everything queued in one write. A caller answered together with others holds its
+//! frame briefly so the last of them sends all of them in one write, which the server
+//! reads and answers at once (see `Connection::await_flush`).
+//!
+//! Who reads: whoever holds the read token, normally the reader thread. After two
+//! requests in a row from callers alone on the connection, the thread stands down and
+//! the next lone caller reads its own reply (polling the socket briefly, then
+//! blocking), as a dedicated connection would: no hop through another thread. With few
+//! callers in flight the token goes from caller to caller instead: one done reading
+//! hands it to the caller whose reply comes next (`reader::pass_on`), which was going
+//! to be woken for its reply anyway. A request that cannot read for itself, a
+//! half-read frame nobody waits on, or a tick in which nobody read hands the token back
+//! to the thread, so pushes and the close of an idle connection are still seen within
+//! milliseconds.
 //!
 //! Owns: getting frames onto the wire in order and each reply to the caller that sent
 //! the matching request. Must never: sleep, resolve names or call REST on the reader or
@@ -17,6 +25,7 @@
 
 pub(crate) mod census;
 pub(crate) mod deadline;
+mod gamble;
 mod handshake;
 mod reader;
 pub(crate) mod reply_slot;
@@ -106,6 +115,8 @@ pub(crate) struct Pending {
     relaxable: bool,
     /// Sent by a caller alone on the connection (see `ReadState::lone_streak`).
     lone: bool,
+    /// Its caller waits for it and may take the read token.
+    can_lead: bool,
 }
 
 /// The FIFO of waiters, and who is reading their replies.
@@ -128,6 +139,8 @@ struct Outgoing {
     /// No new requests (a handoff drains this connection before closing it): they
     /// come back unsent and go to the connection that replaced it.
     refusing: bool,
+    /// Whether holding a frame for the callers answered with it pays.
+    holding: gamble::Gamble,
 }
 
 pub(crate) struct Shared {
@@ -151,6 +164,10 @@ pub(crate) struct Shared {
     last_read_ms: AtomicU64,
     last_write_ms: AtomicU64,
     caller_inflight: AtomicUsize,
+    /// Callers answered and not yet back with their next request.
+    returning: AtomicUsize,
+    /// Buffers taken for writing so far.
+    flushed: AtomicU64,
     timeouts: Arc<ServerTimeouts>,
     on_push: Option<PushHandler>,
     on_failure: Option<FailureHandler>,
@@ -259,6 +276,7 @@ impl Connection {
                 busy: false,
                 closed: false,
                 refusing: false,
+                holding: gamble::Gamble::default(),
             }),
             writer_wake: Condvar::new(),
             socket: Mutex::new(write),
@@ -278,6 +296,8 @@ impl Connection {
             last_read_ms: AtomicU64::new(0),
             last_write_ms: AtomicU64::new(0),
             caller_inflight: AtomicUsize::new(0),
+            returning: AtomicUsize::new(0),
+            flushed: AtomicU64::new(0),
             timeouts: cfg.timeouts.clone(),
             on_push: cfg.on_push.clone(),
             on_failure: cfg.on_failure.clone(),
@@ -324,23 +344,52 @@ impl Connection {
         caller_work: bool,
     ) -> std::result::Result<Outcome, RequestError> {
         let slot = Arc::new(ReplySlot::for_current_thread());
+        self.shared.look_before_sending();
         let submitted = self
             .submit(frame, replies, deadline, caller_work, true, slot.clone())
             .map_err(RequestError::Unsent)?;
+        if let Some(seen) = submitted.held {
+            self.await_flush(seen);
+        }
         let timeouts = &self.shared.timeouts;
         let deadline_at = || deadline.on(timeouts);
-        if submitted.direct {
-            // Alone, with the reader thread stood down: read our own reply, as a
-            // dedicated connection would, saving the hop from the reader thread.
-            reader::direct(&self.shared, &|| slot.is_done(), deadline_at);
+        // With the token free: read our own reply, as a dedicated connection would,
+        // saving the hop from the reader thread. Otherwise: read when the token is
+        // handed to us (our reply is the next one owed), or take the reply from
+        // whoever reads.
+        let mut read = submitted.direct;
+        // Spinning for the reply pays when few are in flight (no wake-up, and no
+        // futex pair to hand the token over); with many it burns the core the reader
+        // and the server need (measured 7.9 % of the machine at 64 threads).
+        let spin = (submitted.alone || self.shared.few_in_flight()) && !submitted.direct;
+        // Polling the socket pays for a caller alone; with others spinning next to it
+        // and the server, it takes their cores.
+        let poll = submitted.alone && submitted.held.is_none();
+        let waited = loop {
+            if read {
+                reader::direct(&self.shared, &slot, deadline_at, poll);
+            }
+            match slot.wait(spin, deadline_at) {
+                Waited::Lead => read = slot.take_lead(),
+                other => break other,
+            }
+        };
+        // Handed the token as we gave up (or as the connection failed): pass it on.
+        // Looked at under `pending`, the lock the hand-over is made under, so a token
+        // handed over just as we abandoned is never left with nobody.
+        if !matches!(waited, Waited::Ready(_)) || slot.lead_pending() {
+            let led = {
+                let _order = self.shared.pending.lock();
+                slot.take_lead()
+            };
+            if led {
+                let rs = self.shared.reading.lock();
+                reader::pass_on(&self.shared, &rs, &slot);
+            }
         }
-        // Spinning only pays when we are alone: with others in flight it burns the
-        // core the reader and the server need (measured 7.9 % of the machine at 64
-        // threads).
-        let spin = submitted.alone && !submitted.direct;
-        let result = match slot.wait(spin, deadline_at) {
+        let result = match waited {
             Waited::Ready(outcome) => Ok(outcome),
-            Waited::TimedOut => {
+            Waited::Lead | Waited::TimedOut => {
                 let waited = Instant::now().saturating_duration_since(deadline.start());
                 Err(RequestError::Failed(
                     Error::new(
@@ -435,6 +484,7 @@ impl Connection {
         slot: Arc<ReplySlot>,
     ) -> Result<Submitted> {
         let shared = &self.shared;
+        let can_lead = caller_work && relaxable;
         let mut pending = Pending {
             slot,
             expected: replies.max(1),
@@ -443,6 +493,7 @@ impl Connection {
             caller_work,
             relaxable,
             lone: false,
+            can_lead,
         };
         let mut out = shared.out.lock();
         if out.closed || out.refusing {
@@ -457,8 +508,8 @@ impl Connection {
             let mut q = shared.pending.lock();
             let alone = q.queue.is_empty();
             // Caller work only: heartbeats and probes never read for themselves.
-            pending.lone = alone && caller_work && relaxable;
-            let direct = pending.lone && q.reader_out && !q.direct_active;
+            pending.lone = alone && pending.can_lead;
+            let direct = pending.can_lead && q.reader_out && !q.direct_active;
             q.queue.push_back(pending);
             if direct {
                 q.direct_active = true;
@@ -468,7 +519,11 @@ impl Connection {
                 q.reader_out = false;
                 shared.reader_wake.notify_one();
             }
-            Submitted { alone, direct }
+            Submitted {
+                alone,
+                direct,
+                held: None,
+            }
         };
         let alone = submitted.alone;
         if out.busy {
@@ -476,7 +531,7 @@ impl Connection {
             out.buf.extend_from_slice(frame);
             return Ok(submitted);
         }
-        if !alone || !out.buf.is_empty() || frame.len() > DIRECT_WRITE_MAX {
+        if !(alone || shared.few_in_flight()) || out.buf.len() + frame.len() > DIRECT_WRITE_MAX {
             // Others are in flight: queue for the writer thread, which sends everything
             // queued in one write. Measured: callers writing for themselves under load
             // made 0.77 writes per command at 16 threads; queuing made 0.28. A large
@@ -487,12 +542,57 @@ impl Connection {
             shared.writer_wake.notify_one();
             return Ok(submitted);
         }
-        // Alone: write our own frame from this thread, saving the writer's wake-up.
-        out.busy = true;
-        drop(out);
-        let result = shared.socket.lock().write_all(frame);
-        shared.finish_write(result);
+        out.buf.extend_from_slice(frame);
+        if can_lead && shared.others_returning() && out.holding.allows() {
+            // Callers answered with us are about to send too: the last of them sends
+            // all the frames in one write, which the server reads and answers at once.
+            let mut submitted = submitted;
+            submitted.held = Some(shared.flushed.load(Ordering::Acquire));
+            return Ok(submitted);
+        }
+        // Few in flight: write from this thread, saving the writer's wake-up.
+        shared.write_out(out);
         Ok(submitted)
+    }
+
+    /// A frame held for callers answered together with ours: waits briefly for the
+    /// last of them to send it, then sends it ourselves.
+    fn await_flush(&self, seen: u64) {
+        let shared = &self.shared;
+        let until = Instant::now() + HOLD_FOR;
+        let mut spins = 0u32;
+        loop {
+            if shared.flushed.load(Ordering::Acquire) > seen {
+                shared.out.lock().holding.record(true);
+                return;
+            }
+            if Instant::now() >= until {
+                break;
+            }
+            if spins < 64 {
+                spins += 1;
+                std::hint::spin_loop();
+            } else {
+                std::thread::yield_now();
+            }
+        }
+        let mut out = shared.out.lock();
+        if shared.flushed.load(Ordering::Acquire) > seen {
+            out.holding.record(true);
+            return;
+        }
+        out.holding.record(false);
+        shared.returning.store(0, Ordering::Relaxed);
+        if out.busy || out.buf.is_empty() || out.closed {
+            return;
+        }
+        if out.buf.len() > DIRECT_WRITE_MAX {
+            // A large frame joined it: the writer thread sends those (see submit).
+            drop(out);
+            shared.writer_wake.notify_one();
+            return;
+        }
+        shared.write_out(out);
     }
 
     /// Closes the connection on purpose; waiters fail with `ConnectionClosed`.
@@ -653,6 +753,59 @@ impl Shared {
             .with_maintenance(self.timeouts.maintenance())
     }
 
+    /// On a connection quiet for a while whose token nobody holds (the reader thread
+    /// stood down and looks only once per tick), looks at the socket before sending:
+    /// a close the server made meanwhile fails the connection now, so the request
+    /// comes back unsent and goes to a fresh one, instead of being written into a
+    /// closed connection and failing as "may have run".
+    fn look_before_sending(&self) {
+        let now = self.now_ms();
+        let last = self
+            .last_read_ms
+            .load(Ordering::Relaxed)
+            .max(self.last_write_ms.load(Ordering::Relaxed));
+        if now.saturating_sub(last) < QUIET_MS {
+            return;
+        }
+        let Some(mut rs) = self.reading.try_lock() else {
+            return; // someone is reading: it sees the close
+        };
+        let free = {
+            let q = self.pending.lock();
+            q.reader_out && !q.direct_active
+        };
+        if free && rs.read.can_poll() {
+            reader::look(self, &mut rs);
+        }
+    }
+
+    /// Whether few enough callers are in flight that each is worth serving from its
+    /// own thread (writing its frame, spinning for its reply, reading when handed the
+    /// token) rather than through the reader and writer threads.
+    fn few_in_flight(&self) -> bool {
+        self.caller_inflight.load(Ordering::Relaxed) <= FEW_IN_FLIGHT
+    }
+
+    /// Whether callers answered with us are still to send (counts us back in).
+    fn others_returning(&self) -> bool {
+        self.returning
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |r| r.checked_sub(1))
+            .is_ok_and(|before| before > 1)
+    }
+
+    /// Writes everything buffered from this thread.
+    fn write_out(&self, mut out: parking_lot::MutexGuard<'_, Outgoing>) {
+        out.busy = true;
+        let spare = std::mem::take(&mut out.spare);
+        let mut batch = std::mem::replace(&mut out.buf, spare);
+        self.flushed.fetch_add(1, Ordering::AcqRel);
+        drop(out);
+        let result = self.socket.lock().write_all(&batch);
+        batch.clear();
+        self.out.lock().spare = batch;
+        self.finish_write(result);
+    }
+
     /// Ends a write turn; hands anything queued meanwhile to the writer thread.
     fn finish_write(&self, result: std::io::Result<()>) {
         self.last_write_ms.store(self.now_ms(), Ordering::Relaxed);
@@ -801,6 +954,9 @@ struct Submitted {
     alone: bool,
     /// The caller reads its own reply (it holds the right to take the read token).
     direct: bool,
+    /// The frame waits in the buffer for callers answered with this one (the write
+    /// count it waits to see pass).
+    held: Option<u64>,
 }
 
 /// The largest frame a caller alone writes from its own thread: what a fresh
@@ -810,12 +966,22 @@ struct Submitted {
 /// 8 MiB `SET` written by its caller to a server that stopped reading returned 1.48 s
 /// after its 500 ms timeout).
 const DIRECT_WRITE_MAX: usize = 16 * 1024;
+/// Caller requests in flight up to which callers write their own frames, spin for
+/// their replies and read when handed the token; above it the writer thread batches
+/// and the reader thread reads. Measured in the thread table (see docs/performance.md).
+const FEW_IN_FLIGHT: usize = 4;
+/// How long a held frame waits for the callers answered with it before it is sent
+/// anyway: they spin for their replies, so they are back within microseconds.
+const HOLD_FOR: Duration = Duration::from_micros(30);
 /// Lone requests in a row before the reader thread stands down.
 const LONE_STREAK: u32 = 2;
 /// How long a stood-down reader thread leaves the token unused before taking it back.
 /// Measured need: a sequential caller comes back within microseconds; a connection
 /// left idle gets its reader back (pushes, the close) within two ticks.
 const RECLAIM_TICK: Duration = Duration::from_millis(2);
+/// How long a connection goes without traffic before a caller that finds the token
+/// free looks at the socket before sending (see `Shared::look_before_sending`).
+const QUIET_MS: u64 = 1;
 /// The read timeout while direct reads are possible: how often a direct reader blocked
 /// on a silent server looks at its deadline (which a relaxed window may move).
 const READ_TICK: Duration = Duration::from_millis(10);

@@ -12,7 +12,8 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::reply_slot::Outcome;
+use super::gamble::Gamble;
+use super::reply_slot::{Outcome, ReplySlot};
 use super::transport::{Polling, ReadHalf};
 use super::Shared;
 use crate::error::{Error, ErrorKind, FailureKind};
@@ -30,7 +31,7 @@ pub(crate) struct ReadState {
     /// Whether the socket has the short read timeout direct readers need.
     pub(super) ticking: bool,
     /// Whether direct readers poll before blocking.
-    poll_gate: PollGate,
+    poll_gate: Gamble,
 }
 
 impl ReadState {
@@ -41,7 +42,7 @@ impl ReadState {
             partial: Vec::new(),
             lone_streak: 0,
             ticking: false,
-            poll_gate: PollGate::default(),
+            poll_gate: Gamble::default(),
         }
     }
 
@@ -143,6 +144,13 @@ pub(super) fn read_once(shared: &Shared, rs: &mut ReadState, poll: bool) -> Read
     }
 }
 
+/// Reads what is there without waiting (a push, the close) and handles it.
+pub(super) fn look(shared: &Shared, rs: &mut ReadState) {
+    if let Read::Progress = read_once(shared, rs, true) {
+        drain(shared, rs);
+    }
+}
+
 /// One decoded frame: a push goes to the handler, a reply to the oldest waiter.
 fn handle(shared: &Shared, rs: &mut ReadState, frame: Value) -> bool {
     if matches!(frame, Value::Push(_)) || (shared.subscriber && is_pubsub_array(&frame)) {
@@ -184,6 +192,9 @@ fn handle(shared: &Shared, rs: &mut ReadState, frame: Value) -> bool {
     if done.caller_work {
         shared.caller_inflight.fetch_sub(1, Ordering::Relaxed);
     }
+    if done.can_lead {
+        shared.returning.fetch_add(1, Ordering::Relaxed);
+    }
     done.slot.complete(outcome);
     true
 }
@@ -201,44 +212,6 @@ fn pause(d: Duration) {
     }
 }
 
-/// Whether polling pays on this connection now: it does while replies come back
-/// within the poll window (a quiet machine: the reader never sleeps, so no wake-up);
-/// after `MISSES_TO_STOP` misses in a row (the server or the machine is busy: every
-/// poll is a wasted `recv`, and the spinning takes the core the server needs) the
-/// reader blocks at once for the next `SKIP_AFTER_MISSES` reads, then tries again.
-#[derive(Default)]
-pub(crate) struct PollGate {
-    misses: u32,
-    skip: u32,
-}
-
-const MISSES_TO_STOP: u32 = 3;
-const SKIP_AFTER_MISSES: u32 = 64;
-
-impl PollGate {
-    /// Whether this read polls (counts down a pause in polling).
-    fn allows(&mut self) -> bool {
-        if self.skip > 0 {
-            self.skip -= 1;
-            return false;
-        }
-        true
-    }
-
-    /// Whether the reply came while polling.
-    fn record(&mut self, hit: bool) {
-        if hit {
-            self.misses = 0;
-            return;
-        }
-        self.misses += 1;
-        if self.misses >= MISSES_TO_STOP {
-            self.misses = 0;
-            self.skip = SKIP_AFTER_MISSES;
-        }
-    }
-}
-
 /// The reader thread: reads while it holds the token; stands down when a caller
 /// alone on the connection is about to read its own reply; takes the token back when
 /// asked, or when nobody used it for a tick.
@@ -253,7 +226,7 @@ pub(super) fn run(shared: Arc<Shared>) {
                 if !drain(&shared, &mut rs) {
                     return;
                 }
-                if shared.stand_down(&mut rs) {
+                if shared.stand_down(&mut rs) || promote(&shared, &mut rs) {
                     break;
                 }
                 if let Read::Failed = read_once(&shared, &mut rs, false) {
@@ -267,23 +240,26 @@ pub(super) fn run(shared: Arc<Shared>) {
     }
 }
 
-/// A caller alone on the connection reads until its own slot is done (completing
-/// anything else that arrives first, in order) or `deadline()` passes, then hands
-/// the token back: to nobody when no request is left, to the reader thread otherwise.
+/// A caller holding the token reads until its own slot is done (completing anything
+/// else that arrives first, in order) or `deadline()` passes, then hands the token on
+/// (see `pass_on`).
 ///
-/// For the first `POLL_FOR` it polls the socket instead of blocking in `recv`: a
-/// loopback reply comes back within that on a quiet machine, and a thread that never
-/// slept needs no wake-up. Measured (P1, median GET latency against redis-rs): the
-/// reader thread waking the caller 0.96x quiet, 1.25x with both cores busy; reading
-/// directly with a blocking `recv` 1.02x quiet; polling first 0.75x quiet, 1.04x busy.
+/// With `poll` (a caller alone), for the first `POLL_FOR` it polls the socket instead
+/// of blocking in `recv`: a loopback reply comes back within that on a quiet machine,
+/// and a thread that never slept needs no wake-up. Measured (P1, median GET latency
+/// against redis-rs): the reader thread waking the caller 0.96x quiet, 1.25x with both
+/// cores busy; reading directly with a blocking `recv` 1.02x quiet; polling first
+/// 0.75x quiet, 1.04x busy.
 pub(super) fn direct(
     shared: &Shared,
-    done: &dyn Fn() -> bool,
+    mine: &ReplySlot,
     mut deadline: impl FnMut() -> Instant,
+    poll: bool,
 ) {
     let mut rs = shared.reading.lock();
     let started = Instant::now();
-    let poll_until = (rs.read.can_poll() && rs.poll_gate.allows()).then(|| started + POLL_FOR);
+    let poll_until =
+        (poll && rs.read.can_poll() && rs.poll_gate.allows()).then(|| started + POLL_FOR);
     let mut answered_while_polling = false;
     loop {
         let now = Instant::now();
@@ -291,7 +267,7 @@ pub(super) fn direct(
             break;
         }
         let polling = poll_until.is_some_and(|until| now < until);
-        if done() {
+        if mine.is_done() {
             answered_while_polling = polling;
             break;
         }
@@ -306,36 +282,79 @@ pub(super) fn direct(
     if poll_until.is_some() {
         rs.poll_gate.record(answered_while_polling);
     }
-    let mut pending = shared.pending.lock();
-    pending.direct_active = false;
-    if !pending.queue.is_empty() || !rs.between_frames() {
-        // Replies are still owed (or a frame is half read): the thread reads them.
-        pending.reader_out = false;
-        shared.reader_wake.notify_one();
-    }
-    drop(pending);
+    pass_on(shared, &rs, mine);
     drop(rs);
 }
 
-#[cfg(test)]
-mod tests {
-    use super::PollGate;
-
-    #[test]
-    fn polling_stops_after_misses_in_a_row_and_is_tried_again_later() {
-        let mut gate = PollGate::default();
-        // (reply came while polling, polls next time)
-        let table = [(false, true), (true, true), (false, true), (false, true)];
-        for (hit, polls_next) in table {
-            assert!(gate.allows());
-            gate.record(hit);
-            assert_eq!(gate.skip == 0, polls_next);
-        }
-        assert!(gate.allows());
-        gate.record(false); // the third miss in a row
-        for _ in 0..super::SKIP_AFTER_MISSES {
-            assert!(!gate.allows(), "polls while paused");
-        }
-        assert!(gate.allows(), "tried again after the pause");
+/// A caller done reading hands the token on: to nobody when nothing is owed, to the
+/// caller whose reply comes next when it waits and may read (it was going to be woken
+/// for its reply anyway), to the reader thread otherwise.
+pub(super) fn pass_on(shared: &Shared, rs: &ReadState, mine: &ReplySlot) {
+    let mut pending = shared.pending.lock();
+    pending.direct_active = false;
+    if pending.queue.is_empty() && rs.between_frames() {
+        return;
     }
+    // Not back to ourselves: a reader out of time leaves its own request at the front.
+    let front_is_mine = pending
+        .queue
+        .front()
+        .is_some_and(|p| std::ptr::eq(Arc::as_ptr(&p.slot), mine));
+    if !front_is_mine && offer_front(shared, &mut pending) {
+        return;
+    }
+    // Replies are still owed (or a frame is half read): the thread reads them.
+    pending.reader_out = false;
+    shared.reader_wake.notify_one();
+}
+
+/// Hands the token to the caller of the oldest request, when it waits and may read.
+fn offer_front(shared: &Shared, pending: &mut super::PendingQueue) -> bool {
+    if shared.closed.load(Ordering::Acquire) {
+        return false;
+    }
+    let Some(front) = pending.queue.front() else {
+        return false;
+    };
+    // Not to a caller out of time: it is about to give up, not to read.
+    if !front.can_lead || Instant::now() >= shared.due(front) || !front.slot.offer_lead() {
+        return false;
+    }
+    pending.direct_active = true;
+    pending.direct_reads += 1;
+    true
+}
+
+/// The reader thread hands the token to the caller whose reply comes next, so the
+/// reply wakes that caller directly instead of this thread and then the caller.
+fn promote(shared: &Shared, rs: &mut ReadState) -> bool {
+    if !shared.direct_ok {
+        return false;
+    }
+    // Many in flight: the thread reads batches and wakes each caller as cheaply.
+    if !shared.few_in_flight() {
+        return false;
+    }
+    if !shared
+        .pending
+        .lock()
+        .queue
+        .front()
+        .is_some_and(|p| p.can_lead)
+    {
+        return false;
+    }
+    // A caller reading needs the short read timeout to watch its deadline.
+    if !rs.ticking {
+        if shared.set_read_tick(true).is_err() {
+            return false;
+        }
+        rs.ticking = true;
+    }
+    let mut pending = shared.pending.lock();
+    if !offer_front(shared, &mut pending) {
+        return false;
+    }
+    pending.reader_out = true;
+    true
 }

@@ -38,6 +38,8 @@ impl Outcome {
 
 pub(crate) struct ReplySlot {
     state: AtomicU8,
+    /// The read token was handed to this slot's waiter (see `reader::pass_on`).
+    lead: std::sync::atomic::AtomicBool,
     outcome: Mutex<Option<Outcome>>,
     waiter: Thread,
 }
@@ -46,6 +48,8 @@ pub(crate) struct ReplySlot {
 pub(crate) enum Waited {
     Ready(Outcome),
     TimedOut,
+    /// The read token was handed over: read on.
+    Lead,
 }
 
 impl ReplySlot {
@@ -53,6 +57,7 @@ impl ReplySlot {
     pub(crate) fn for_current_thread() -> ReplySlot {
         ReplySlot {
             state: AtomicU8::new(WAITING),
+            lead: std::sync::atomic::AtomicBool::new(false),
             outcome: Mutex::new(None),
             waiter: thread::current(),
         }
@@ -74,6 +79,27 @@ impl ReplySlot {
             // Abandoned between the two checks: nobody will read it.
             self.outcome.lock().take();
         }
+    }
+
+    /// Hands the read token to the waiter, if it still waits; called under the
+    /// connection's `pending` lock, which `take_lead` also takes after an abandon.
+    pub(crate) fn offer_lead(&self) -> bool {
+        if self.state.load(Ordering::Acquire) != WAITING {
+            return false;
+        }
+        self.lead.store(true, Ordering::Release);
+        self.waiter.unpark();
+        true
+    }
+
+    /// Whether the read token was handed to this waiter and not yet taken.
+    pub(crate) fn lead_pending(&self) -> bool {
+        self.lead.load(Ordering::Acquire)
+    }
+
+    /// Whether the read token was handed to this waiter (clears it).
+    pub(crate) fn take_lead(&self) -> bool {
+        self.lead.swap(false, Ordering::AcqRel)
     }
 
     /// Whether the outcome has been delivered (a direct reader's stop condition).
@@ -109,8 +135,8 @@ impl ReplySlot {
         // a park/unpark pair; only worth it for a caller alone on the connection.
         if spin {
             for _ in 0..SPIN_ROUNDS {
-                if self.state.load(Ordering::Acquire) == DONE {
-                    return self.take_ready();
+                if let Some(w) = self.settled(&mut deadline) {
+                    return w;
                 }
                 std::hint::spin_loop();
             }
@@ -119,8 +145,8 @@ impl ReplySlot {
             // costs no park/unpark pair.
             let until = Instant::now() + YIELD_FOR;
             while Instant::now() < until {
-                if self.state.load(Ordering::Acquire) == DONE {
-                    return self.take_ready();
+                if let Some(w) = self.settled(&mut deadline) {
+                    return w;
                 }
                 std::thread::yield_now();
             }
@@ -131,14 +157,27 @@ impl ReplySlot {
             }
             let now = Instant::now();
             let until = deadline();
+            // Before the token: a caller out of time gives up rather than read again.
             if now >= until {
                 return match self.abandon() {
                     Some(outcome) => Waited::Ready(outcome),
                     None => Waited::TimedOut,
                 };
             }
+            if self.lead.load(Ordering::Acquire) {
+                return Waited::Lead;
+            }
             thread::park_timeout(until - now);
         }
+    }
+
+    /// The outcome when delivered, or `Lead` when the read token was handed over and
+    /// there is still time to read (out of time, the park loop gives up instead).
+    fn settled(&self, deadline: &mut impl FnMut() -> Instant) -> Option<Waited> {
+        if self.state.load(Ordering::Acquire) == DONE {
+            return Some(self.take_ready());
+        }
+        (self.lead.load(Ordering::Acquire) && Instant::now() < deadline()).then_some(Waited::Lead)
     }
 
     fn take_ready(&self) -> Waited {
@@ -179,5 +218,29 @@ mod tests {
         assert!(matches!(slot.wait(true, || past), Waited::TimedOut));
         slot.complete(Outcome::One(Value::Int(1)));
         assert!(slot.try_take().is_none());
+    }
+
+    #[test]
+    fn the_read_token_handed_to_a_waiter_wakes_it_to_read() {
+        let slot = Arc::new(ReplySlot::for_current_thread());
+        let s2 = slot.clone();
+        let t = thread::spawn(move || s2.offer_lead());
+        let deadline = Instant::now() + Duration::from_secs(10);
+        assert!(matches!(slot.wait(false, || deadline), Waited::Lead));
+        assert!(t.join().unwrap(), "offered to a waiter");
+        assert!(slot.take_lead());
+        assert!(!slot.lead_pending(), "taken once");
+    }
+
+    #[test]
+    fn the_token_is_not_handed_to_a_waiter_that_gave_up_or_was_answered() {
+        let gave_up = ReplySlot::for_current_thread();
+        let past = Instant::now();
+        assert!(matches!(gave_up.wait(false, || past), Waited::TimedOut));
+        assert!(!gave_up.offer_lead());
+        let answered = ReplySlot::for_current_thread();
+        answered.complete(Outcome::One(Value::Int(1)));
+        assert!(!answered.offer_lead());
+        assert!(!answered.lead_pending());
     }
 }

@@ -39,6 +39,7 @@ pub(super) fn run(shared: Arc<Shared>) {
             out.busy = true;
             // Swap in the spare buffer so callers keep appending while we write.
             let spare = std::mem::take(&mut out.spare);
+            shared.flushed.fetch_add(1, Ordering::AcqRel);
             std::mem::replace(&mut out.buf, spare)
         };
         let result = shared.socket.lock().write_all(&batch);
