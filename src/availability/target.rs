@@ -14,7 +14,7 @@ use crate::client::{Deployment, Node};
 use crate::commands::{Cmd, FromValue};
 use crate::config::Endpoint;
 use crate::connection::reply_slot::Outcome;
-use crate::connection::Deadline;
+use crate::connection::{Deadline, Traffic};
 use crate::error::{Error, ErrorKind, Result};
 
 /// What a probe (or a whole check) concluded.
@@ -81,10 +81,10 @@ impl ProbeTarget<'_> {
 
     /// Runs `cmd` on exactly this server (not routed elsewhere), as probe traffic.
     pub fn command<T: FromValue>(&self, cmd: &Cmd, timeout: Duration) -> Result<T> {
-        let reply = match self
-            .node
-            .request(cmd.frame(), 1, Deadline::after(timeout), false)?
-        {
+        let outcome =
+            self.node
+                .request(cmd.frame(), 1, Deadline::after(timeout), Traffic::Internal)?;
+        let reply = match outcome {
             Outcome::One(v) => v,
             Outcome::Failed(e) => return Err(e),
             Outcome::Many(_) => return Err(Error::new(ErrorKind::Protocol, "several replies")),

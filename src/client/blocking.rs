@@ -15,7 +15,7 @@ use parking_lot::{Condvar, Mutex};
 
 use crate::clock::deadline_after;
 use crate::connection::reply_slot::Outcome;
-use crate::connection::{Connection, ConnectionConfig, Deadline, RequestError};
+use crate::connection::{Connection, ConnectionConfig, Deadline, RequestError, Traffic};
 use crate::error::{Error, ErrorKind, FailureKind, Result};
 use crate::resp::Value;
 
@@ -74,7 +74,7 @@ impl BlockingPool {
         let whole = deadline.extended((!block.is_zero()).then_some(block));
         // Waiting for a free connection is bounded by the caller's part alone.
         let conn = self.lease(deadline.on(&self.config.timeouts))?;
-        match conn.request(frame, 1, whole, true) {
+        match conn.request(frame, 1, whole, Traffic::Caller) {
             Ok(Outcome::One(v)) => {
                 self.give_back(conn);
                 Ok(v)
@@ -282,7 +282,7 @@ impl Lease {
         let Some(conn) = &self.conn else {
             return Err(Error::new(ErrorKind::Closed, "the lease has ended"));
         };
-        match conn.request(frame, replies, deadline, true) {
+        match conn.request(frame, replies, deadline, Traffic::Caller) {
             Ok(Outcome::Failed(e))
             | Err(RequestError::Failed(e))
             | Err(RequestError::Unsent(e)) => {

@@ -33,7 +33,7 @@ pub use status::{ClientStatus, NodeStatus};
 
 use crate::config::{Endpoint, Options};
 use crate::connection::reply_slot::Outcome;
-use crate::connection::{Connection, Deadline};
+use crate::connection::{Connection, Deadline, Traffic};
 use crate::error::{Error, ErrorKind, Result};
 use crate::pubsub::{Publisher, Subscriber};
 use crate::resp::{write_arg, write_command_header, Value};
@@ -582,7 +582,7 @@ pub(crate) fn detect_cluster(deployment: &Deployment) {
             write_arg(&mut frame, b"INFO");
             write_arg(&mut frame, b"cluster");
             let timeout = deployment.options.command_timeout;
-            match conn.request(&frame, 1, Deadline::after(timeout), false) {
+            match conn.request(&frame, 1, Deadline::after(timeout), Traffic::Internal) {
                 Ok(Outcome::One(Value::BulkString(info))) => {
                     String::from_utf8_lossy(&info).contains("cluster_enabled:1")
                 }

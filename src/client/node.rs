@@ -18,7 +18,7 @@ use super::link::{why_disconnected, Link};
 use super::maintenance::NodeMaintenance;
 use crate::config::{BacklogPolicy, Endpoint};
 use crate::connection::reply_slot::Outcome;
-use crate::connection::{Connection, ConnectionConfig, Deadline, RequestError};
+use crate::connection::{Connection, ConnectionConfig, Deadline, RequestError, Traffic};
 use crate::error::{Error, ErrorKind, FailureKind, Result};
 use crate::metrics;
 use crate::pubsub::{Key, MessageKind};
@@ -171,9 +171,9 @@ impl Node {
         frame: &[u8],
         replies: usize,
         deadline: Deadline,
-        caller_work: bool,
+        traffic: Traffic,
     ) -> Result<Outcome> {
-        self.request_while(frame, replies, deadline, caller_work, &|| true)
+        self.request_while(frame, replies, deadline, traffic, &|| true)
     }
 
     /// The call's deadline as it applies on this server now (relaxed from the call's
@@ -192,7 +192,7 @@ impl Node {
         frame: &[u8],
         replies: usize,
         deadline: Deadline,
-        caller_work: bool,
+        traffic: Traffic,
         still_routed: &dyn Fn() -> bool,
     ) -> Result<Outcome> {
         loop {
@@ -215,7 +215,7 @@ impl Node {
             if let Some(conn) = self.current() {
                 // The same deadline, fixed at the call's start: the connection relaxes
                 // it from there (re-reading the window as it waits), never from now.
-                match conn.request(frame, replies, deadline, caller_work) {
+                match conn.request(frame, replies, deadline, traffic) {
                     Ok(outcome) => return Ok(outcome),
                     Err(RequestError::Failed(e)) => return Err(e),
                     // A handoff replaced it while we were sending (it refuses new

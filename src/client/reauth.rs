@@ -302,7 +302,12 @@ impl Round<'_> {
 /// drained, so it is on its way out).
 fn auth(conn: &Connection, frame: &[u8], timeout: Duration) -> Result<(), Option<Error>> {
     let outcome = conn
-        .request(frame, 1, crate::connection::Deadline::after(timeout), false)
+        .request(
+            frame,
+            1,
+            crate::connection::Deadline::after(timeout),
+            crate::connection::Traffic::Internal,
+        )
         .map_err(|e| match e {
             RequestError::Failed(e) => Some(e),
             RequestError::Unsent(_) => None,

@@ -14,7 +14,7 @@ use super::{ClientGuard, Deployment};
 use crate::command::{Cmd, RetryCategory};
 use crate::config::BacklogPolicy;
 use crate::connection::reply_slot::Outcome;
-use crate::connection::{CallTimeout, Deadline};
+use crate::connection::{CallTimeout, Deadline, Traffic};
 use crate::error::{Error, ErrorKind, FailureKind, Result};
 use crate::pubsub::{Key, PubSubLinks};
 use crate::resp::Value;
@@ -103,7 +103,7 @@ impl Router for DeploymentRouter {
         let result = match cmd.block_time() {
             Some(block) => node.blocking.run(cmd.frame(), deadline, block),
             None => node
-                .request(cmd.frame(), 1, deadline, true)
+                .request(cmd.frame(), 1, deadline, Traffic::Caller)
                 .and_then(single),
         };
         result.map_err(|e| e.with_command(cmd.name()))
@@ -138,7 +138,7 @@ impl Router for DeploymentRouter {
             .map_err(|e| e.with_command(name));
         }
         self.primary()?
-            .request(&Cmd::concat(cmds), cmds.len(), deadline, true)
+            .request(&Cmd::concat(cmds), cmds.len(), deadline, Traffic::Caller)
             .and_then(Outcome::into_values)
             .map_err(|e| e.with_command(name))
     }
@@ -274,7 +274,7 @@ fn send_by_role(
         let moved = || roles.generation() != seen && !deployment.is_closed();
         // The call's own deadline, not what is left of it: the node relaxes it from
         // the call's start, so re-routes never add a relaxed timeout each.
-        let result = node.request_while(frame, replies, deadline, true, &|| {
+        let result = node.request_while(frame, replies, deadline, Traffic::Caller, &|| {
             roles.generation() == seen && !deployment.is_closed()
         });
         match result {

@@ -62,7 +62,7 @@ fn echo(conn: &Connection, token: &str, timeout: Duration) -> std::result::Resul
         &command(&["ECHO", token]),
         1,
         Deadline::after(timeout),
-        true,
+        Traffic::Caller,
     ) {
         Ok(Outcome::One(v)) => Ok(v),
         Ok(Outcome::Failed(e)) | Err(RequestError::Failed(e)) | Err(RequestError::Unsent(e)) => {

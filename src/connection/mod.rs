@@ -18,6 +18,24 @@
 //! to the thread, so pushes and the close of an idle connection are still seen within
 //! milliseconds.
 //!
+//! Locks, in the only order they are ever nested (a thread holding one never waits for
+//! one above it):
+//!
+//! 1. `reading`, the read token's own state (decoder, read half): held for a whole
+//!    read turn, blocking `recv` included, so nothing waits for it while holding a
+//!    lock below (`look_before_sending` only tries it);
+//! 2. `out`, the outgoing buffer (`writer_wake` waits on it);
+//! 3. `pending`, the FIFO of waiters and who holds the token (`reader_wake` waits on
+//!    it);
+//! 4. leaves, under which nothing is taken: `failure`, a reply slot's outcome.
+//!
+//! `socket` (the write half) is taken with none of `out` or `pending` held, so a
+//! write that blocks on a full socket never stalls callers queueing frames or the
+//! reader completing replies. The read token moves between holders only under
+//! `pending`: the reader thread (`reader_out` false), a caller (`direct_active`), or
+//! nobody (`reader_out` and not `direct_active`: the next caller may take it, and the
+//! thread takes it back after a tick unused).
+//!
 //! Owns: getting frames onto the wire in order and each reply to the caller that sent
 //! the matching request. Must never: sleep, resolve names or call REST on the reader or
 //! writer thread; let a late reply reach another caller; lose a waiter (every pending
@@ -109,14 +127,42 @@ pub(crate) struct Pending {
     /// The call's deadline, counted from the call's start (before any backlog wait),
     /// not from the send.
     deadline: Deadline,
-    caller_work: bool,
-    /// Whether the dead-connection check may use the relaxed timeout for it: never for
-    /// heartbeats, so a server that dies during maintenance is still noticed.
-    relaxable: bool,
+    traffic: Traffic,
     /// Sent by a caller alone on the connection (see `ReadState::lone_streak`).
     lone: bool,
-    /// Its caller waits for it and may take the read token.
-    can_lead: bool,
+}
+
+/// Whose request it is, which decides how the connection treats it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Traffic {
+    /// A user's call: counted in flight, watched by the circuit breaker, its timeout
+    /// relaxed during maintenance; its caller may read replies for others.
+    Caller,
+    /// The client's own query (a probe, the topology, a role or sentinel query,
+    /// re-authentication): waited for and relaxed, but neither counted nor watched,
+    /// and its caller never reads for others.
+    Internal,
+    /// A heartbeat nobody blocks on ([`Connection::request_detached`]): never relaxed,
+    /// so a server that dies during maintenance is still noticed.
+    Heartbeat,
+}
+
+impl Traffic {
+    /// Counted in flight and fed to the circuit breaker.
+    fn is_caller(self) -> bool {
+        self == Traffic::Caller
+    }
+
+    /// Whether its timeout follows a maintenance window (and so may the dead-connection
+    /// check's).
+    fn relaxable(self) -> bool {
+        self != Traffic::Heartbeat
+    }
+
+    /// Whether its caller waits and may take the read token.
+    fn can_lead(self) -> bool {
+        self == Traffic::Caller
+    }
 }
 
 /// The FIFO of waiters, and who is reading their replies.
@@ -341,12 +387,12 @@ impl Connection {
         frame: &[u8],
         replies: usize,
         deadline: Deadline,
-        caller_work: bool,
+        traffic: Traffic,
     ) -> std::result::Result<Outcome, RequestError> {
         let slot = Arc::new(ReplySlot::for_current_thread());
         self.shared.look_before_sending();
         let submitted = self
-            .submit(frame, replies, deadline, caller_work, true, slot.clone())
+            .submit(frame, replies, deadline, traffic, slot.clone())
             .map_err(RequestError::Unsent)?;
         if let Some(seen) = submitted.held {
             self.await_flush(seen);
@@ -401,7 +447,7 @@ impl Connection {
                 ))
             }
         };
-        if caller_work {
+        if traffic.is_caller() {
             self.observe(&result);
         }
         result
@@ -466,8 +512,7 @@ impl Connection {
             frame,
             1,
             Deadline::after(timeout),
-            false,
-            false,
+            Traffic::Heartbeat,
             slot.clone(),
         )?;
         Ok(slot)
@@ -479,27 +524,24 @@ impl Connection {
         frame: &[u8],
         replies: usize,
         deadline: Deadline,
-        caller_work: bool,
-        relaxable: bool,
+        traffic: Traffic,
         slot: Arc<ReplySlot>,
     ) -> Result<Submitted> {
         let shared = &self.shared;
-        let can_lead = caller_work && relaxable;
+        let can_lead = traffic.can_lead();
         let mut pending = Pending {
             slot,
             expected: replies.max(1),
             sent_ms: shared.now_ms(),
             deadline,
-            caller_work,
-            relaxable,
+            traffic,
             lone: false,
-            can_lead,
         };
         let mut out = shared.out.lock();
         if out.closed || out.refusing {
             return Err(shared.closed_error());
         }
-        if caller_work {
+        if traffic.is_caller() {
             shared.caller_inflight.fetch_add(1, Ordering::Relaxed);
         }
         // Registered before the bytes can go out, under the same lock that orders the
@@ -508,8 +550,8 @@ impl Connection {
             let mut q = shared.pending.lock();
             let alone = q.queue.is_empty();
             // Caller work only: heartbeats and probes never read for themselves.
-            pending.lone = alone && pending.can_lead;
-            let direct = pending.can_lead && q.reader_out && !q.direct_active;
+            pending.lone = alone && can_lead;
+            let direct = can_lead && q.reader_out && !q.direct_active;
             q.queue.push_back(pending);
             if direct {
                 q.direct_active = true;
@@ -727,7 +769,7 @@ impl Shared {
     /// send, not from the call's start. A caller that waited out most of its timeout in
     /// a backlog must not make a fresh connection look dead a moment after it sent.
     fn silent_limit_ms(&self, p: &Pending) -> u64 {
-        let timeout = if p.relaxable {
+        let timeout = if p.traffic.relaxable() {
             self.timeouts.effective(p.deadline.timeout())
         } else {
             p.deadline.timeout()
@@ -738,7 +780,7 @@ impl Shared {
     /// When a request's call runs out of time, as it applies now (a relaxable one
     /// follows the maintenance window in force): the instant its caller is told.
     fn due(&self, p: &Pending) -> Instant {
-        if p.relaxable {
+        if p.traffic.relaxable() {
             p.deadline.on(&self.timeouts)
         } else {
             p.deadline.unrelaxed()
@@ -915,7 +957,7 @@ impl Shared {
             std::mem::take(&mut q.queue)
         };
         for p in drained {
-            if p.caller_work {
+            if p.traffic.is_caller() {
                 self.caller_inflight.fetch_sub(1, Ordering::Relaxed);
             }
             p.slot.complete(Outcome::Failed(error.clone()));

@@ -189,10 +189,10 @@ fn handle(shared: &Shared, rs: &mut ReadState, frame: Value) -> bool {
     } else {
         0
     };
-    if done.caller_work {
+    if done.traffic.is_caller() {
         shared.caller_inflight.fetch_sub(1, Ordering::Relaxed);
     }
-    if done.can_lead {
+    if done.traffic.can_lead() {
         shared.returning.fetch_add(1, Ordering::Relaxed);
     }
     done.slot.complete(outcome);
@@ -317,7 +317,8 @@ fn offer_front(shared: &Shared, pending: &mut super::PendingQueue) -> bool {
         return false;
     };
     // Not to a caller out of time: it is about to give up, not to read.
-    if !front.can_lead || Instant::now() >= shared.due(front) || !front.slot.offer_lead() {
+    if !front.traffic.can_lead() || Instant::now() >= shared.due(front) || !front.slot.offer_lead()
+    {
         return false;
     }
     pending.direct_active = true;
@@ -340,7 +341,7 @@ fn promote(shared: &Shared, rs: &mut ReadState) -> bool {
         .lock()
         .queue
         .front()
-        .is_some_and(|p| p.can_lead)
+        .is_some_and(|p| p.traffic.can_lead())
     {
         return false;
     }

@@ -14,7 +14,7 @@ use super::{key_slot, split, ClusterState};
 use crate::command::{Cmd, RetryCategory};
 use crate::config::Endpoint;
 use crate::connection::reply_slot::Outcome;
-use crate::connection::{CallTimeout, Deadline};
+use crate::connection::{CallTimeout, Deadline, Traffic};
 use crate::error::{Error, ErrorKind, Result};
 use crate::resp::Value;
 
@@ -110,7 +110,7 @@ impl<'a> ClusterRouter<'a> {
         if !target.asking {
             let slot = single_slot(cmd).ok().flatten();
             let stay = || self.state.still_routes(slot, &target.endpoint);
-            return match node.request_while(cmd.frame(), 1, deadline, true, &stay)? {
+            return match node.request_while(cmd.frame(), 1, deadline, Traffic::Caller, &stay)? {
                 Outcome::One(v) => Ok(v),
                 Outcome::Failed(e) => Err(e),
                 Outcome::Many(_) => Err(Error::new(ErrorKind::Protocol, "several replies")),
@@ -121,7 +121,7 @@ impl<'a> ClusterRouter<'a> {
         let mut frame = Vec::with_capacity(asking.frame().len() + cmd.frame().len());
         frame.extend_from_slice(asking.frame());
         frame.extend_from_slice(cmd.frame());
-        match node.request(&frame, 2, deadline, true)? {
+        match node.request(&frame, 2, deadline, Traffic::Caller)? {
             Outcome::Many(mut v) if v.len() == 2 => Ok(v.swap_remove(1)),
             Outcome::Failed(e) => Err(e),
             _ => Err(Error::new(

@@ -31,7 +31,7 @@ use super::deployment::Deployment;
 use super::node::Node;
 use crate::config::Endpoint;
 use crate::connection::reply_slot::Outcome;
-use crate::connection::Deadline;
+use crate::connection::{Deadline, Traffic};
 use crate::error::{Error, ErrorKind, Result};
 use crate::pubsub::{Key, MessageKind};
 use crate::resp::{write_arg, write_command_header, Value};
@@ -432,7 +432,7 @@ pub(crate) fn query_topology(node: &Node, timeout: Duration, tls: bool) -> Resul
         let conn = node
             .current()
             .ok_or_else(|| Error::new(ErrorKind::ConnectionClosed, "not connected"))?;
-        match conn.request(&frame, 1, Deadline::after(timeout), false) {
+        match conn.request(&frame, 1, Deadline::after(timeout), Traffic::Internal) {
             Ok(Outcome::One(v)) => Ok(v),
             Ok(Outcome::Failed(e)) => Err(e),
             Ok(Outcome::Many(_)) => Err(Error::new(ErrorKind::Protocol, "several replies")),

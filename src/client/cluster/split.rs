@@ -8,7 +8,7 @@ use super::cluster_router::{single_slot, ClusterRouter, MAX_REDIRECTS};
 use super::key_slot;
 use crate::command::Cmd;
 use crate::config::Endpoint;
-use crate::connection::Deadline;
+use crate::connection::{Deadline, Traffic};
 use crate::error::{Error, ErrorKind, Result};
 use crate::resp::Value;
 
@@ -157,7 +157,7 @@ pub(super) fn batch(
         let frame = Cmd::concat(indexes.iter().map(|&i| &cmds[i]));
         // Each node's part runs under the call's own deadline, not what is left of it.
         let values = node
-            .request(&frame, indexes.len(), deadline, true)?
+            .request(&frame, indexes.len(), deadline, Traffic::Caller)?
             .into_values()?;
         for (&i, v) in indexes.iter().zip(values) {
             replies[i] = Some(v);
@@ -233,7 +233,7 @@ pub(super) fn transaction(
     for _ in 0..2 {
         let node = router.deployment().node_for(&endpoint)?;
         let replies = node
-            .request(&frame, cmds.len(), deadline, true)?
+            .request(&frame, cmds.len(), deadline, Traffic::Caller)?
             .into_values()?;
         let moved = replies.iter().find_map(|r| {
             let m = r.error_message()?;

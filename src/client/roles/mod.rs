@@ -23,7 +23,7 @@ use super::sentinel::SentinelWatch;
 use super::supervisor::Wake;
 use crate::config::Endpoint;
 use crate::connection::reply_slot::Outcome;
-use crate::connection::{Connection, Deadline};
+use crate::connection::{Connection, Deadline, Traffic};
 use crate::error::{Error, ErrorKind, Result};
 use crate::resp::{write_arg, write_command_header};
 use decide::{choose_primary, parse_role, Pacer, Role};
@@ -336,7 +336,7 @@ pub(crate) fn role_of(node: &Node) -> Option<Role> {
     let mut frame = Vec::with_capacity(16);
     write_command_header(&mut frame, 1);
     write_arg(&mut frame, b"ROLE");
-    match conn.request(&frame, 1, Deadline::after(QUERY_TIMEOUT), false) {
+    match conn.request(&frame, 1, Deadline::after(QUERY_TIMEOUT), Traffic::Internal) {
         Ok(Outcome::One(v)) if v.is_error() => Some(Role::Unanswered),
         Ok(Outcome::One(v)) => parse_role(&v),
         _ => None,

@@ -21,7 +21,9 @@ use crate::clock;
 use crate::config::{Endpoint, MaintNotifications, Options, Protocol};
 use crate::connection::reply_slot::Outcome;
 use crate::connection::transport::Dial;
-use crate::connection::{tls, Connection, ConnectionConfig, ConnectionInfo, Deadline, PushHandler};
+use crate::connection::{
+    tls, Connection, ConnectionConfig, ConnectionInfo, Deadline, PushHandler, Traffic,
+};
 use crate::error::{Error, ErrorKind, Result};
 use crate::maintenance::timeouts::ServerTimeouts;
 use crate::resp::{write_arg, write_command_header, Value};
@@ -111,7 +113,12 @@ fn frame(args: &[&[u8]]) -> Vec<u8> {
 }
 
 fn query(conn: &Connection, args: &[&[u8]]) -> Result<Value> {
-    match conn.request(&frame(args), 1, Deadline::after(QUERY_TIMEOUT), false) {
+    match conn.request(
+        &frame(args),
+        1,
+        Deadline::after(QUERY_TIMEOUT),
+        Traffic::Internal,
+    ) {
         Ok(Outcome::One(v)) => match v.error_message() {
             Some(m) => Err(Error::from_server_reply(m)),
             None => Ok(v),
