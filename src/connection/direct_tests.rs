@@ -84,7 +84,7 @@ fn a_sequential_caller_reads_its_own_replies_and_an_idle_connection_is_still_rea
     }
     // How many depends on scheduling (a caller descheduled for a whole tick finds the
     // thread back), so only that it happens is asserted; a quiet run reads ~197.
-    let direct = conn.shared.pending.lock().direct_reads;
+    let direct = conn.shared.pending.lock().token.caller_turns();
     assert!(direct > 0, "no reply of 200 read directly");
 
     // Left idle, the reader thread takes the token back: a push still arrives.
@@ -111,9 +111,12 @@ fn after_two_lone_calls<T>(conn: &Connection, call: impl FnOnce() -> T) -> (T, b
     assert!(wait_until(|| !conn.has_pending()), "the late reply came");
     echo(conn, "a", Duration::from_secs(5)).expect("a");
     echo(conn, "b", Duration::from_secs(5)).expect("b");
-    let before = conn.shared.pending.lock().direct_reads;
+    let before = conn.shared.pending.lock().token.caller_turns();
     let out = call();
-    (out, conn.shared.pending.lock().direct_reads > before)
+    (
+        out,
+        conn.shared.pending.lock().token.caller_turns() > before,
+    )
 }
 
 #[test]
@@ -149,7 +152,7 @@ fn a_push_that_arrives_while_a_caller_reads_for_itself_is_dispatched_in_order() 
     let conn = Connection::open(&config(&server, pushes.clone(), failures)).expect("open");
     assert!(conn.maint_notifications());
     for attempt in 1..=20 {
-        let before = conn.shared.pending.lock().direct_reads;
+        let before = conn.shared.pending.lock().token.caller_turns();
         let token = format!("c{attempt}");
         let (reply, was_direct) = std::thread::scope(|s| {
             let reading = s.spawn(|| {
@@ -160,7 +163,7 @@ fn a_push_that_arrives_while_a_caller_reads_for_itself_is_dispatched_in_order() 
             });
             // The push goes out while the reply is held back, or (not direct) after.
             wait_until(|| {
-                conn.shared.pending.lock().direct_reads > before || reading.is_finished()
+                conn.shared.pending.lock().token.caller_turns() > before || reading.is_finished()
             });
             server.notify(Notification::failing_over(5, &["1"]));
             reading.join().expect("caller")
@@ -210,7 +213,7 @@ fn callers_in_flight_together_hand_the_token_to_each_other_and_each_gets_its_own
     // did.
     let mut read_by_a_caller = false;
     for round in 0..20 {
-        let before = conn.shared.pending.lock().direct_reads;
+        let before = conn.shared.pending.lock().token.caller_turns();
         std::thread::scope(|s| {
             for t in 0..3 {
                 let conn = conn.clone();
@@ -223,7 +226,7 @@ fn callers_in_flight_together_hand_the_token_to_each_other_and_each_gets_its_own
                 });
             }
         });
-        if conn.shared.pending.lock().direct_reads > before {
+        if conn.shared.pending.lock().token.caller_turns() > before {
             read_by_a_caller = true;
             break;
         }

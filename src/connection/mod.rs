@@ -31,10 +31,8 @@
 //!
 //! `socket` (the write half) is taken with none of `out` or `pending` held, so a
 //! write that blocks on a full socket never stalls callers queueing frames or the
-//! reader completing replies. The read token moves between holders only under
-//! `pending`: the reader thread (`reader_out` false), a caller (`direct_active`), or
-//! nobody (`reader_out` and not `direct_active`: the next caller may take it, and the
-//! thread takes it back after a tick unused).
+//! reader completing replies. The read token moves between its holders (the reader
+//! thread, a caller, nobody) only under `pending` (see `read_token`).
 //!
 //! Owns: getting frames onto the wire in order and each reply to the caller that sent
 //! the matching request. Must never: sleep, resolve names or call REST on the reader or
@@ -45,6 +43,7 @@ pub(crate) mod census;
 pub(crate) mod deadline;
 mod gamble;
 mod handshake;
+mod read_token;
 mod reader;
 pub(crate) mod reply_slot;
 pub(crate) mod tls;
@@ -168,13 +167,8 @@ impl Traffic {
 /// The FIFO of waiters, and who is reading their replies.
 struct PendingQueue {
     queue: VecDeque<Pending>,
-    /// The reader thread stood down: it holds no token and reads nothing until a
-    /// direct reader hands back, a request needs it, or a tick passes unused.
-    reader_out: bool,
-    /// A caller holds the token, reading its own reply.
-    direct_active: bool,
-    /// Direct reads started, so the stood-down thread can tell a tick went unused.
-    direct_reads: u64,
+    /// Who reads the replies.
+    token: read_token::ReadToken,
 }
 
 struct Outgoing {
@@ -328,9 +322,7 @@ impl Connection {
             socket: Mutex::new(write),
             pending: Mutex::new(PendingQueue {
                 queue: VecDeque::with_capacity(64),
-                reader_out: false,
-                direct_active: false,
-                direct_reads: 0,
+                token: read_token::ReadToken::new(),
             }),
             reading: Mutex::new(reader::ReadState::new(decoder, read)),
             reader_wake: Condvar::new(),
@@ -551,14 +543,11 @@ impl Connection {
             let alone = q.queue.is_empty();
             // Caller work only: heartbeats and probes never read for themselves.
             pending.lone = alone && can_lead;
-            let direct = can_lead && q.reader_out && !q.direct_active;
+            let direct = can_lead && q.token.take_free();
             q.queue.push_back(pending);
-            if direct {
-                q.direct_active = true;
-                q.direct_reads += 1;
-            } else if q.reader_out && !q.direct_active {
+            if !direct && q.token.is_free() {
                 // Nobody is reading: the reader thread takes the token back.
-                q.reader_out = false;
+                q.token.give_to_thread();
                 shared.reader_wake.notify_one();
             }
             Submitted {
@@ -814,7 +803,7 @@ impl Shared {
         };
         let free = {
             let q = self.pending.lock();
-            q.reader_out && !q.direct_active
+            q.token.is_free()
         };
         if free && rs.read.can_poll() {
             reader::look(self, &mut rs);
@@ -884,7 +873,7 @@ impl Shared {
         if !q.queue.is_empty() || self.closed.load(Ordering::Acquire) {
             return false;
         }
-        q.reader_out = true;
+        q.token.release();
         rs.lone_streak = 0;
         true
     }
@@ -895,22 +884,20 @@ impl Shared {
     /// `false` when the connection closed.
     fn wait_stood_down(&self) -> bool {
         let mut q = self.pending.lock();
-        let mut seen = q.direct_reads;
+        let mut seen = q.token.caller_turns();
         loop {
             if self.closed.load(Ordering::Acquire) {
                 return false;
             }
-            if !q.reader_out {
+            if q.token.holder() == read_token::Holder::Thread {
                 return true;
             }
             if self.reader_wake.wait_for(&mut q, RECLAIM_TICK).timed_out()
-                && !q.direct_active
-                && q.direct_reads == seen
+                && q.token.reclaim_unused(seen)
             {
-                q.reader_out = false;
                 return true;
             }
-            seen = q.direct_reads;
+            seen = q.token.caller_turns();
         }
     }
 

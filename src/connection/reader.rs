@@ -291,7 +291,7 @@ pub(super) fn direct(
 /// for its reply anyway), to the reader thread otherwise.
 pub(super) fn pass_on(shared: &Shared, rs: &ReadState, mine: &ReplySlot) {
     let mut pending = shared.pending.lock();
-    pending.direct_active = false;
+    pending.token.release();
     if pending.queue.is_empty() && rs.between_frames() {
         return;
     }
@@ -304,7 +304,7 @@ pub(super) fn pass_on(shared: &Shared, rs: &ReadState, mine: &ReplySlot) {
         return;
     }
     // Replies are still owed (or a frame is half read): the thread reads them.
-    pending.reader_out = false;
+    pending.token.give_to_thread();
     shared.reader_wake.notify_one();
 }
 
@@ -321,8 +321,7 @@ fn offer_front(shared: &Shared, pending: &mut super::PendingQueue) -> bool {
     {
         return false;
     }
-    pending.direct_active = true;
-    pending.direct_reads += 1;
+    pending.token.give_to_caller();
     true
 }
 
@@ -353,9 +352,5 @@ fn promote(shared: &Shared, rs: &mut ReadState) -> bool {
         rs.ticking = true;
     }
     let mut pending = shared.pending.lock();
-    if !offer_front(shared, &mut pending) {
-        return false;
-    }
-    pending.reader_out = true;
-    true
+    offer_front(shared, &mut pending)
 }
