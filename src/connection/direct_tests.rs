@@ -87,20 +87,26 @@ fn a_sequential_caller_reads_its_own_replies_and_an_idle_connection_is_still_rea
     let direct = conn.shared.pending.lock().token.caller_turns();
     assert!(direct > 0, "no reply of 200 read directly");
 
-    // Left idle, the reader thread takes the token back: a push still arrives.
+    // Left idle, the reader thread takes the token back: a push still arrives, and
+    // so does the close.
     assert!(conn.maint_notifications());
+    push_and_close_are_seen(&server, &pushes, &failures);
+    assert!(conn.is_closed());
+}
+
+/// On a connection left idle: a push reaches the handler, then the server's close
+/// fails the connection.
+fn push_and_close_are_seen(server: &FakeServer, pushes: &AtomicUsize, failures: &AtomicUsize) {
     server.notify(Notification::failing_over(5, &["1"]));
     assert!(
         wait_until(|| pushes.load(Ordering::SeqCst) == 1),
         "push seen"
     );
-    // And so does the close.
     server.close_all_connections();
     assert!(
         wait_until(|| failures.load(Ordering::SeqCst) == 1),
         "close seen"
     );
-    assert!(conn.is_closed());
 }
 
 /// Runs two lone calls (the thread stands down) and then `call`; `true` when `call`
@@ -236,16 +242,7 @@ fn callers_in_flight_together_hand_the_token_to_each_other_and_each_gets_its_own
         "no reply of 20 rounds of 300 read by a caller"
     );
     // Left idle, the reader thread takes the token back from the callers.
-    server.notify(Notification::failing_over(5, &["1"]));
-    assert!(
-        wait_until(|| pushes.load(Ordering::SeqCst) == 1),
-        "push seen"
-    );
-    server.close_all_connections();
-    assert!(
-        wait_until(|| failures.load(Ordering::SeqCst) == 1),
-        "close seen"
-    );
+    push_and_close_are_seen(&server, &pushes, &failures);
 }
 
 #[test]
@@ -316,4 +313,68 @@ fn callers_giving_up_while_others_wait_never_leave_the_token_with_nobody() {
     let reply = echo(&conn, "after", Duration::from_secs(5)).expect("after");
     assert_eq!(reply.as_bytes(), Some(&b"after"[..]));
     assert!(!conn.is_closed());
+}
+
+/// Watches for lock cycles (parking_lot's deadlock detection) while callers time out,
+/// hand the token to each other and hold frames, the server pushes and then closes:
+/// a cycle aborts with every stuck thread's backtrace instead of hanging the suite.
+#[cfg(feature = "deadlock-detection")]
+#[test]
+fn no_lock_cycle_while_callers_read_for_each_other_time_out_and_the_server_pushes_and_closes() {
+    use std::sync::atomic::AtomicBool;
+    let done = Arc::new(AtomicBool::new(false));
+    let watch = {
+        let done = done.clone();
+        std::thread::spawn(move || {
+            while !done.load(Ordering::SeqCst) {
+                let cycles = parking_lot::deadlock::check_deadlock();
+                if !cycles.is_empty() {
+                    for (i, threads) in cycles.iter().enumerate() {
+                        for t in threads {
+                            eprintln!(
+                                "lock cycle {i}, thread {:?}:\n{:?}",
+                                t.thread_id(),
+                                t.backtrace()
+                            );
+                        }
+                    }
+                    eprintln!("{} lock cycle(s) in the connection", cycles.len());
+                    std::process::abort();
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        })
+    };
+    let server = FakeServer::start().expect("fake");
+    let (pushes, failures) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let conn =
+        Arc::new(Connection::open(&config(&server, pushes, failures.clone())).expect("open"));
+    server.jitter(Duration::from_millis(2));
+    std::thread::scope(|s| {
+        for t in 0..4 {
+            let conn = conn.clone();
+            s.spawn(move || {
+                for i in 0..150 {
+                    let timeout = if (t + i) % 3 == 0 { 1 } else { 10_000 };
+                    let token = format!("d{t}-{i}");
+                    if let Ok(reply) = echo(&conn, &token, Duration::from_millis(timeout)) {
+                        assert_eq!(reply.as_bytes(), Some(token.as_bytes()));
+                    }
+                }
+            });
+        }
+        s.spawn(|| {
+            for _ in 0..20 {
+                server.notify(Notification::failing_over(5, &["1"]));
+                std::thread::yield_now();
+            }
+        });
+    });
+    server.close_all_connections();
+    assert!(
+        wait_until(|| failures.load(Ordering::SeqCst) == 1),
+        "close seen"
+    );
+    done.store(true, Ordering::SeqCst);
+    watch.join().expect("watch");
 }

@@ -863,11 +863,8 @@ impl Shared {
         if !self.direct_ok || rs.lone_streak < LONE_STREAK || !rs.between_frames() {
             return false;
         }
-        if !rs.ticking {
-            if self.set_read_tick(true).is_err() {
-                return false;
-            }
-            rs.ticking = true;
+        if !self.tick_on(rs) {
+            return false;
         }
         let mut q = self.pending.lock();
         if !q.queue.is_empty() || self.closed.load(Ordering::Acquire) {
@@ -899,6 +896,18 @@ impl Shared {
             }
             seen = q.token.caller_turns();
         }
+    }
+
+    /// Turns on the short read timeout a caller reading needs to watch its deadline;
+    /// `false` if the socket refused it (the thread keeps the token).
+    fn tick_on(&self, rs: &mut reader::ReadState) -> bool {
+        if !rs.ticking {
+            if self.set_read_tick(true).is_err() {
+                return false;
+            }
+            rs.ticking = true;
+        }
+        true
     }
 
     /// Sets (or clears) the socket's read timeout that lets a direct reader look at its

@@ -344,12 +344,8 @@ fn promote(shared: &Shared, rs: &mut ReadState) -> bool {
     {
         return false;
     }
-    // A caller reading needs the short read timeout to watch its deadline.
-    if !rs.ticking {
-        if shared.set_read_tick(true).is_err() {
-            return false;
-        }
-        rs.ticking = true;
+    if !shared.tick_on(rs) {
+        return false;
     }
     let mut pending = shared.pending.lock();
     offer_front(shared, &mut pending)
