@@ -67,7 +67,7 @@ use crate::metrics;
 use crate::policy::{Accumulator, BreakerPolicy, FaultContext};
 use crate::resp::{Decoder, Value};
 pub(crate) use deadline::{CallTimeout, Deadline};
-use reply_slot::{Outcome, ReplySlot, Waited};
+use reply_slot::{Outcome, ReplySlot, Waited, Waiting};
 use tls::TlsSetup;
 use transport::{ShutdownHandle, Transport, WriteHalf};
 
@@ -399,15 +399,23 @@ impl Connection {
         // Spinning for the reply pays when few are in flight (no wake-up, and no
         // futex pair to hand the token over); with many it burns the core the reader
         // and the server need (measured 7.9 % of the machine at 64 threads).
-        let spin = (submitted.alone || self.shared.few_in_flight()) && !submitted.direct;
+        let waiting = if (submitted.alone || self.shared.few_in_flight()) && !submitted.direct {
+            Waiting::SpinFirst
+        } else {
+            Waiting::Park
+        };
         // Polling the socket pays for a caller alone; with others spinning next to it
         // and the server, it takes their cores.
-        let poll = submitted.alone && submitted.held.is_none();
+        let first = if submitted.alone && submitted.held.is_none() {
+            reader::ReadMode::Poll
+        } else {
+            reader::ReadMode::Block
+        };
         let waited = loop {
             if read {
-                reader::direct(&self.shared, &slot, deadline_at, poll);
+                reader::direct(&self.shared, &slot, deadline_at, first);
             }
-            match slot.wait(spin, deadline_at) {
+            match slot.wait(waiting, deadline_at) {
                 Waited::Lead => read = slot.take_lead(),
                 other => break other,
             }
@@ -902,7 +910,7 @@ impl Shared {
     /// `false` if the socket refused it (the thread keeps the token).
     fn tick_on(&self, rs: &mut reader::ReadState) -> bool {
         if !rs.ticking {
-            if self.set_read_tick(true).is_err() {
+            if self.shutdown.set_read_timeout(Some(READ_TICK)).is_err() {
                 return false;
             }
             rs.ticking = true;
@@ -910,10 +918,11 @@ impl Shared {
         true
     }
 
-    /// Sets (or clears) the socket's read timeout that lets a direct reader look at its
-    /// deadline while it waits.
-    fn set_read_tick(&self, on: bool) -> std::io::Result<()> {
-        self.shutdown.set_read_timeout(on.then_some(READ_TICK))
+    /// Clears that read timeout: the reader thread blocks until bytes come.
+    fn tick_off(&self, rs: &mut reader::ReadState) {
+        if rs.ticking && self.shutdown.set_read_timeout(None).is_ok() {
+            rs.ticking = false;
+        }
     }
 
     fn dispatch_push(&self, push: Value) {

@@ -105,13 +105,21 @@ pub(super) enum Read {
     Failed,
 }
 
-/// Reads once from the socket into the decoder; with `poll`, without blocking (a
-/// `WouldBlock` is `Progress` with nothing read).
-pub(super) fn read_once(shared: &Shared, rs: &mut ReadState, poll: bool) -> Read {
-    let result = if poll {
-        rs.decoder.read_from(&mut Polling(&mut rs.read))
-    } else {
-        rs.decoder.read_from(&mut rs.read)
+/// How a read waits for bytes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum ReadMode {
+    /// Looks without waiting: nothing there is `Read::Idle`.
+    Poll,
+    /// Waits for bytes, up to the socket's read timeout (none for the reader thread,
+    /// a tick for a caller).
+    Block,
+}
+
+/// Reads once from the socket into the decoder.
+pub(super) fn read_once(shared: &Shared, rs: &mut ReadState, mode: ReadMode) -> Read {
+    let result = match mode {
+        ReadMode::Poll => rs.decoder.read_from(&mut Polling(&mut rs.read)),
+        ReadMode::Block => rs.decoder.read_from(&mut rs.read),
     };
     match result {
         Ok(0) => {
@@ -146,7 +154,7 @@ pub(super) fn read_once(shared: &Shared, rs: &mut ReadState, poll: bool) -> Read
 
 /// Reads what is there without waiting (a push, the close) and handles it.
 pub(super) fn look(shared: &Shared, rs: &mut ReadState) {
-    if let Read::Progress = read_once(shared, rs, true) {
+    if let Read::Progress = read_once(shared, rs, ReadMode::Poll) {
         drain(shared, rs);
     }
 }
@@ -219,9 +227,7 @@ pub(super) fn run(shared: Arc<Shared>) {
     loop {
         {
             let mut rs = shared.reading.lock();
-            if rs.ticking && shared.set_read_tick(false).is_ok() {
-                rs.ticking = false;
-            }
+            shared.tick_off(&mut rs);
             loop {
                 if !drain(&shared, &mut rs) {
                     return;
@@ -229,7 +235,7 @@ pub(super) fn run(shared: Arc<Shared>) {
                 if shared.stand_down(&mut rs) || promote(&shared, &mut rs) {
                     break;
                 }
-                if let Read::Failed = read_once(&shared, &mut rs, false) {
+                if let Read::Failed = read_once(&shared, &mut rs, ReadMode::Block) {
                     return;
                 }
             }
@@ -244,7 +250,7 @@ pub(super) fn run(shared: Arc<Shared>) {
 /// else that arrives first, in order) or `deadline()` passes, then hands the token on
 /// (see `pass_on`).
 ///
-/// With `poll` (a caller alone), for the first `POLL_FOR` it polls the socket instead
+/// With `first` `Poll` (a caller alone), for the first `POLL_FOR` it polls the socket instead
 /// of blocking in `recv`: a loopback reply comes back within that on a quiet machine,
 /// and a thread that never slept needs no wake-up. Measured (P1, median GET latency
 /// against redis-rs): the reader thread waking the caller 0.96x quiet, 1.25x with both
@@ -254,12 +260,12 @@ pub(super) fn direct(
     shared: &Shared,
     mine: &ReplySlot,
     mut deadline: impl FnMut() -> Instant,
-    poll: bool,
+    first: ReadMode,
 ) {
     let mut rs = shared.reading.lock();
     let started = Instant::now();
-    let poll_until =
-        (poll && rs.read.can_poll() && rs.poll_gate.allows()).then(|| started + POLL_FOR);
+    let poll_until = (first == ReadMode::Poll && rs.read.can_poll() && rs.poll_gate.allows())
+        .then(|| started + POLL_FOR);
     let mut answered_while_polling = false;
     loop {
         let now = Instant::now();
@@ -271,7 +277,12 @@ pub(super) fn direct(
             answered_while_polling = polling;
             break;
         }
-        match read_once(shared, &mut rs, polling) {
+        let mode = if polling {
+            ReadMode::Poll
+        } else {
+            ReadMode::Block
+        };
+        match read_once(shared, &mut rs, mode) {
             Read::Failed => break,
             // Nothing yet: a short pause before the next look (a `recv` costs more
             // than the pause, and the reply needs the server's time anyway).

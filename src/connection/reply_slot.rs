@@ -44,6 +44,15 @@ pub(crate) struct ReplySlot {
     waiter: Thread,
 }
 
+/// How a caller waits for its slot.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Waiting {
+    /// Spins, then yields for about two round trips, then parks.
+    SpinFirst,
+    /// Parks at once.
+    Park,
+}
+
 /// How a wait ended.
 pub(crate) enum Waited {
     Ready(Outcome),
@@ -130,10 +139,10 @@ impl ReplySlot {
 
     /// Waits until completed or until `deadline()` passes. The deadline is re-read on
     /// every wake-up so a relaxed timeout that starts while we wait extends the wait.
-    pub(crate) fn wait(&self, spin: bool, mut deadline: impl FnMut() -> Instant) -> Waited {
+    pub(crate) fn wait(&self, how: Waiting, mut deadline: impl FnMut() -> Instant) -> Waited {
         // A short spin catches a reply that is already on its way without paying for
-        // a park/unpark pair; only worth it for a caller alone on the connection.
-        if spin {
+        // a park/unpark pair; only worth it with few callers in flight.
+        if how == Waiting::SpinFirst {
             for _ in 0..SPIN_ROUNDS {
                 if let Some(w) = self.settled(&mut deadline) {
                     return w;
@@ -204,7 +213,7 @@ mod tests {
         let s2 = slot.clone();
         let t = thread::spawn(move || s2.complete(Outcome::One(Value::Int(7))));
         let deadline = Instant::now() + Duration::from_secs(10);
-        match slot.wait(true, || deadline) {
+        match slot.wait(Waiting::SpinFirst, || deadline) {
             Waited::Ready(Outcome::One(Value::Int(7))) => {}
             _ => panic!("expected the reply"),
         }
@@ -215,7 +224,10 @@ mod tests {
     fn a_reply_after_abandon_is_dropped() {
         let slot = ReplySlot::for_current_thread();
         let past = Instant::now();
-        assert!(matches!(slot.wait(true, || past), Waited::TimedOut));
+        assert!(matches!(
+            slot.wait(Waiting::SpinFirst, || past),
+            Waited::TimedOut
+        ));
         slot.complete(Outcome::One(Value::Int(1)));
         assert!(slot.try_take().is_none());
     }
@@ -226,7 +238,10 @@ mod tests {
         let s2 = slot.clone();
         let t = thread::spawn(move || s2.offer_lead());
         let deadline = Instant::now() + Duration::from_secs(10);
-        assert!(matches!(slot.wait(false, || deadline), Waited::Lead));
+        assert!(matches!(
+            slot.wait(Waiting::Park, || deadline),
+            Waited::Lead
+        ));
         assert!(t.join().unwrap(), "offered to a waiter");
         assert!(slot.take_lead());
         assert!(!slot.lead_pending(), "taken once");
@@ -236,7 +251,10 @@ mod tests {
     fn the_token_is_not_handed_to_a_waiter_that_gave_up_or_was_answered() {
         let gave_up = ReplySlot::for_current_thread();
         let past = Instant::now();
-        assert!(matches!(gave_up.wait(false, || past), Waited::TimedOut));
+        assert!(matches!(
+            gave_up.wait(Waiting::Park, || past),
+            Waited::TimedOut
+        ));
         assert!(!gave_up.offer_lead());
         let answered = ReplySlot::for_current_thread();
         answered.complete(Outcome::One(Value::Int(1)));
