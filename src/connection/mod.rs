@@ -430,11 +430,12 @@ impl Connection {
             };
             if led {
                 let rs = self.shared.reading.lock();
-                reader::pass_on(&self.shared, &rs, &slot);
+                reader::pass_on(&self.shared, &rs);
             }
         }
         let result = match waited {
             Waited::Ready(outcome) => Ok(outcome),
+            // `Lead` never leaves the loop above.
             Waited::Lead | Waited::TimedOut => {
                 let waited = Instant::now().saturating_duration_since(deadline.start());
                 Err(RequestError::Failed(

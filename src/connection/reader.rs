@@ -293,25 +293,22 @@ pub(super) fn direct(
     if poll_until.is_some() {
         rs.poll_gate.record(answered_while_polling);
     }
-    pass_on(shared, &rs, mine);
+    pass_on(shared, &rs);
     drop(rs);
 }
 
 /// A caller done reading hands the token on: to nobody when nothing is owed, to the
 /// caller whose reply comes next when it waits and may read (it was going to be woken
 /// for its reply anyway), to the reader thread otherwise.
-pub(super) fn pass_on(shared: &Shared, rs: &ReadState, mine: &ReplySlot) {
+pub(super) fn pass_on(shared: &Shared, rs: &ReadState) {
     let mut pending = shared.pending.lock();
     pending.token.release();
     if pending.queue.is_empty() && rs.between_frames() {
         return;
     }
-    // Not back to ourselves: a reader out of time leaves its own request at the front.
-    let front_is_mine = pending
-        .queue
-        .front()
-        .is_some_and(|p| std::ptr::eq(Arc::as_ptr(&p.slot), mine));
-    if !front_is_mine && offer_front(shared, &mut pending) {
+    // A reader out of time leaves its own request at the front: `offer_front` never
+    // hands the token to a caller out of time, so it goes to the thread.
+    if offer_front(shared, &mut pending) {
         return;
     }
     // Replies are still owed (or a frame is half read): the thread reads them.
