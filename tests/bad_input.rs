@@ -204,8 +204,13 @@ impl RawServer {
     fn options(&self) -> String {
         // `auto` under the switch: scripted peers refuse HELLO 3 or answer the opt-in
         // as a case needs; the opt-in is still sent.
+        // `lanes=0`: the cases count connections to tell "kept in step" from
+        // "replaced", and a lane opened beside the shared one by the bystanders would
+        // blur that (a lane runs the same reader; closing one on a failed call is
+        // tested in `tests/client/lanes.rs`).
         optin::opt_in_auto(format!(
-            "127.0.0.1:{},syncTimeout={},connectTimeout=2000,reconnectMin=10,reconnectMax=50",
+            "127.0.0.1:{},syncTimeout={},connectTimeout=2000,reconnectMin=10,reconnectMax=50,\
+             lanes=0",
             self.port,
             TIMEOUT.as_millis()
         ))

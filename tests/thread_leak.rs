@@ -45,6 +45,37 @@ fn no_thread_is_left_after_close_or_drop() {
     );
     assert!(db.ping().is_err());
 
+    // close(), with a lane open beside the shared connection (two callers in flight
+    // together open one) and, likely, one being opened.
+    let client = Client::connect(opt_in(server.url().as_str())).unwrap();
+    let callers: Vec<_> = (0..2)
+        .map(|_| {
+            let db = client.database();
+            std::thread::spawn(move || {
+                let mut n = 0;
+                while db.incr("n", 1).is_ok() && n < 200_000 {
+                    n += 1;
+                }
+            })
+        })
+        .collect();
+    assert!(
+        wait_until(Duration::from_secs(10), || client.status().nodes[0]
+            .lanes_open
+            == 1),
+        "no lane opened: {}",
+        client.status()
+    );
+    client.close();
+    for caller in callers {
+        caller.join().unwrap();
+    }
+    assert!(
+        wait_until(Duration::from_secs(5), || threads_named("rr-").is_empty()),
+        "threads left after close with a lane: {:?}",
+        threads_named("rr-")
+    );
+
     // Drop of the last handle (client and every database).
     let client = Client::connect(opt_in(server.url().as_str())).unwrap();
     let db = client.database();

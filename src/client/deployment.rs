@@ -16,6 +16,7 @@ use super::supervisor::Wake;
 use super::{MemberSignal, Notify};
 use crate::clock;
 use crate::config::{Endpoint, Options};
+use crate::connection::company::Company;
 use crate::connection::transport::Dial;
 use crate::connection::{tls, ConnectionConfig, ConnectionInfo, PushHandler};
 use crate::error::{Error, FailureKind, Result};
@@ -46,6 +47,8 @@ pub(crate) struct Deployment {
     pub(crate) reauth: super::reauth::ReauthState,
     /// Whether `sslVerify=false` has been warned about (once per client).
     tls_unverified_warned: Arc<AtomicBool>,
+    /// The client's callers waiting for a reply, on any of its connections.
+    company: Arc<Company>,
     /// Primary/replica routing: a Sentinel service, or several endpoints that turn out
     /// not to be a cluster (see `roles`).
     roles: Option<Arc<Roles>>,
@@ -75,6 +78,7 @@ impl Deployment {
                 credentials_failures,
             ),
             tls_unverified_warned: Arc::new(AtomicBool::new(false)),
+            company: Arc::default(),
             roles: (options.service_name.is_some() || options.endpoints.len() > 1)
                 .then(|| Arc::new(Roles::new(options.service_name.is_some()))),
             options,
@@ -244,6 +248,7 @@ impl Deployment {
             breaker: self.breaker.clone(),
             dial: Arc::new(Dial::default()),
             census: Some(self.reauth.census.clone()),
+            company: self.company.clone(),
         };
         let registry = self.registry.clone();
         let pubsub_config = ConnectionConfig {

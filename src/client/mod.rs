@@ -4,10 +4,11 @@
 //! Owns: the life of a deployment's connections. Must never: leave a thread running
 //! after `close()` or after the last handle is dropped.
 
-mod blocking;
 pub mod cluster;
+mod dedicated;
 mod deployment;
 pub(crate) mod events;
+mod lane_rule;
 mod link;
 mod maintenance;
 pub(crate) mod node;

@@ -1,7 +1,7 @@
 //! `Node`: one server of a deployment: its interactive connection (replaced on
-//! reconnect), its subscription connection (opened on demand), the backlog of callers
-//! waiting while it is down, and its pool of dedicated connections for blocking
-//! commands.
+//! reconnect), its lanes beside it for callers that find it busy, its subscription
+//! connection (opened on demand), the backlog of callers waiting while it is down, and
+//! its pool of dedicated connections for blocking commands.
 //!
 //! Owns: what a caller sees of one server. Must never: reconnect on a caller's thread
 //! (the supervisor does that), or resend a request that may have reached the server.
@@ -12,8 +12,9 @@ use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
 
-use super::blocking::BlockingPool;
+use super::dedicated::DedicatedPool;
 use super::events::{ClientEvent, EventBus};
+use super::lane_rule::takes_a_lane;
 use super::link::{why_disconnected, Link};
 use super::maintenance::NodeMaintenance;
 use crate::config::{BacklogPolicy, Endpoint};
@@ -32,7 +33,9 @@ pub(crate) struct Node {
     wait_lock: Mutex<()>,
     available: Condvar,
     backlog_waiting: AtomicUsize,
-    pub(crate) blocking: Arc<BlockingPool>,
+    pub(crate) blocking: Arc<DedicatedPool>,
+    /// Connections beside the interactive one, each taken by one call at a time.
+    pub(crate) lanes: Arc<DedicatedPool>,
     closed: AtomicBool,
     pub(crate) events: Arc<EventBus<ClientEvent>>,
     /// Maintenance actions (MOVING handoff, MIGRATED check, SMIGRATED slots).
@@ -46,7 +49,8 @@ impl Node {
         events: Arc<EventBus<ClientEvent>>,
         maintenance: Arc<NodeMaintenance>,
     ) -> Node {
-        let blocking = Arc::new(BlockingPool::new(config.clone()));
+        let blocking = Arc::new(DedicatedPool::blocking(config.clone()));
+        let lanes = Arc::new(DedicatedPool::lanes(config.clone()));
         Node {
             endpoint: config.endpoint.clone(),
             interactive: Link::new(config),
@@ -55,6 +59,7 @@ impl Node {
             available: Condvar::new(),
             backlog_waiting: AtomicUsize::new(0),
             blocking,
+            lanes,
             closed: AtomicBool::new(false),
             events,
             maintenance,
@@ -153,11 +158,13 @@ impl Node {
             conn.close(FailureKind::Timeout);
         }
         self.blocking.recycle();
+        self.lanes.recycle();
     }
 
-    /// Caller work in flight on the interactive connection (our own traffic excluded).
+    /// Caller work in flight on the interactive connection and its lanes (our own
+    /// traffic excluded).
     pub(crate) fn caller_inflight(&self) -> usize {
-        self.current().map_or(0, |c| c.caller_inflight())
+        self.current().map_or(0, |c| c.caller_inflight()) + self.lanes.leased()
     }
 
     pub(crate) fn is_closed(&self) -> bool {
@@ -213,6 +220,9 @@ impl Node {
                 .with_maintenance(maintenance_in_force(self)));
             }
             if let Some(conn) = self.current() {
+                if let Some(done) = self.on_a_lane(&conn, frame, replies, deadline, traffic) {
+                    return done;
+                }
                 // The same deadline, fixed at the call's start: the connection relaxes
                 // it from there (re-reading the window as it waits), never from now.
                 match conn.request(frame, replies, deadline, traffic) {
@@ -233,6 +243,35 @@ impl Node {
             // A relaxed window (maintenance) also covers the wait for the reconnect it
             // announced; re-read each turn.
             self.wait_for_connection(self.deadline_at(&deadline), still_routed)?;
+        }
+    }
+
+    /// Sends a caller's request on an idle lane when the interactive connection `conn`
+    /// already carries another caller's and the rule says so ([`takes_a_lane`]): then
+    /// both read their own replies instead of one waiting on the other. `None`: send it on `conn` (no lane idle, or the lane
+    /// closed before the request reached it).
+    fn on_a_lane(
+        &self,
+        conn: &Arc<Connection>,
+        frame: &[u8],
+        replies: usize,
+        deadline: Deadline,
+        traffic: Traffic,
+    ) -> Option<Result<Outcome>> {
+        let others = self.interactive.config.company.waiting();
+        if !traffic.is_caller() || !takes_a_lane(conn.caller_inflight(), others, self.lanes.bound())
+        {
+            return None;
+        }
+        let lane = self.lanes.try_lease()?;
+        let result = lane.request(frame, replies, deadline, traffic);
+        // The node's breaker sees every call, whichever connection carried it.
+        conn.observe(&result);
+        self.lanes.end_call(lane, &result);
+        match result {
+            Ok(outcome) => Some(Ok(outcome)),
+            Err(RequestError::Failed(e)) => Some(Err(e)),
+            Err(RequestError::Unsent(_)) => None,
         }
     }
 
@@ -325,6 +364,7 @@ impl Node {
         }
         self.interactive.close();
         self.blocking.close();
+        self.lanes.close();
         let _guard = self.wait_lock.lock();
         self.available.notify_all();
     }

@@ -146,7 +146,8 @@ fn reachable_behind(deployment: &Deployment, generation: u64) -> bool {
         !n.is_closed()
             && (behind(n.current())
                 || behind(n.pubsub.current())
-                || n.blocking.holds_credentials_before(generation))
+                || n.blocking.holds_credentials_before(generation)
+                || n.lanes.holds_credentials_before(generation))
     })
 }
 
@@ -233,10 +234,12 @@ impl Round<'_> {
             };
             failures += usize::from(!ok);
         }
-        let closed = node.blocking.retire_credentials_before(self.generation);
+        // Dedicated connections take the new credentials by being opened afresh.
+        let closed = node.blocking.retire_credentials_before(self.generation)
+            + node.lanes.retire_credentials_before(self.generation);
         if closed > 0 {
             log::debug!(
-                "{}: closed {closed} idle blocking connections on older credentials",
+                "{}: closed {closed} idle dedicated connections on older credentials",
                 node.endpoint
             );
         }

@@ -7,8 +7,8 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::blocking::Lease;
 use super::cluster::ClusterRouter;
+use super::dedicated::Lease;
 use super::roles::{is_readonly, Roles};
 use super::{ClientGuard, Deployment};
 use crate::command::{Cmd, RetryCategory};

@@ -79,6 +79,9 @@ pub struct NodeStatus {
     /// Dedicated connections for blocking commands idle in its pool (a handoff closes
     /// them, so they dial the new address on their next lease).
     pub blocking_idle: usize,
+    /// Lanes open beside the interactive connection, idle or carrying a call (see
+    /// the `lanes` option).
+    pub lanes_open: usize,
 }
 
 impl ClientStatus {
@@ -103,6 +106,7 @@ impl ClientStatus {
                     backlog: node.backlog_len(),
                     in_flight: node.caller_inflight(),
                     blocking_idle: node.blocking.idle_count(),
+                    lanes_open: node.lanes.open_count(),
                 }
             })
             .collect();
@@ -266,6 +270,7 @@ mod tests {
                     backlog: 0,
                     in_flight: 2,
                     blocking_idle: 1,
+                    lanes_open: 1,
                 },
                 NodeStatus {
                     endpoint: Endpoint::new("10.0.0.22", 6380),
@@ -278,6 +283,7 @@ mod tests {
                     backlog: 7,
                     in_flight: 0,
                     blocking_idle: 0,
+                    lanes_open: 0,
                 },
             ],
             cluster_stats: Some(ClusterStats {

@@ -294,6 +294,18 @@ option_keys! {
         parse: |s, v, _| put(&mut s.options.blocking_pool_size, count(v)),
         display: |o, d| differs(o.blocking_pool_size, d.blocking_pool_size, to_text),
     }
+    Lanes {
+        name: "lanes",
+        doc: [
+            "Connections per server beside the shared one, for callers that find it busy",
+            "count, 0 to 8 (0: off)",
+            "1"
+        ],
+        role: Role::Plain,
+        expected: LANE_COUNT,
+        parse: |s, v, _| put(&mut s.options.lanes, lane_count(v)),
+        display: |o, d| differs(o.lanes, d.lanes, to_text),
+    }
     ReplicaReads {
         name: "replicaReads",
         doc: [

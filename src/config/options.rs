@@ -203,6 +203,11 @@ pub struct Options {
     pub reconnect_max_delay: Duration,
     /// Dedicated connections for blocking commands, per server (`blockingPool`; 4).
     pub blocking_pool_size: usize,
+    /// Connections per server beside the shared one, taken by a caller that finds the
+    /// shared one busy so that with a handful of threads each is often alone on a
+    /// connection and reads its own reply (`lanes`; 1; 0 turns them off). Opened in
+    /// the background when first wanted.
+    pub lanes: usize,
     /// Read-only commands go to replicas (`replicaReads`; false: replicas may lag, so
     /// this is opt-in): in a cluster their connections send `READONLY`; in a
     /// primary/replica or Sentinel deployment they go to a replica whose `ROLE` (or
@@ -275,6 +280,7 @@ impl Default for Options {
             reconnect_min_delay: Duration::from_millis(100),
             reconnect_max_delay: Duration::from_millis(5000),
             blocking_pool_size: 4,
+            lanes: 1,
             replica_reads: false,
             maint_notifications: MaintNotifications::Disabled,
             maint_relaxed_timeout: Duration::from_secs(10),

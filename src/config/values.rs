@@ -22,6 +22,7 @@ pub(super) const BOOL: &str = "true, false, yes, no, 1 or 0";
 pub(super) const MILLIS: &str = "a whole number of milliseconds greater than zero";
 pub(super) const SECONDS: &str = "a number of seconds greater than zero, like 10 or 2.5";
 pub(super) const COUNT: &str = "a whole number of at least 1";
+pub(super) const LANE_COUNT: &str = "a whole number from 0 to 8";
 pub(super) const PROTOCOL: &str = "resp2, resp3, 2 or 3";
 pub(super) const BACKLOG: &str = "queue or failfast";
 pub(super) const MAINT_MODE: &str = "disabled, auto or enabled";
@@ -66,6 +67,12 @@ pub(super) fn whole<T: std::str::FromStr>(v: &str) -> Option<T> {
 
 pub(super) fn count(v: &str) -> Option<usize> {
     whole::<usize>(v).filter(|&n| n >= 1)
+}
+
+/// Lanes beside the shared connection: none turns them off; more than a few would be a
+/// pool, which the shared connection's pipelining makes unnecessary.
+pub(super) fn lane_count(v: &str) -> Option<usize> {
+    whole::<usize>(v).filter(|&n| n <= 8)
 }
 
 /// Why zero is refused for every duration: a zero timeout fails every connect or

@@ -50,6 +50,7 @@ fn config(
         breaker: None,
         dial: Arc::new(Dial::default()),
         census: None,
+        company: Default::default(),
     }
 }
 

@@ -40,6 +40,7 @@
 //! entry ends completed, failed or abandoned).
 
 pub(crate) mod census;
+pub(crate) mod company;
 pub(crate) mod deadline;
 mod gamble;
 mod handshake;
@@ -100,6 +101,8 @@ pub(crate) struct ConnectionConfig {
     /// Counts the connection under the credentials generation it authenticates with
     /// (every connection of a deployment; none for sentinels, which have their own).
     pub census: Option<Arc<census::AuthCensus>>,
+    /// The client's callers waiting for a reply, on any of its connections.
+    pub company: Arc<company::Company>,
 }
 
 /// Identity of a connection, handed to hooks.
@@ -148,7 +151,7 @@ pub(crate) enum Traffic {
 
 impl Traffic {
     /// Counted in flight and fed to the circuit breaker.
-    fn is_caller(self) -> bool {
+    pub(crate) fn is_caller(self) -> bool {
         self == Traffic::Caller
     }
 
@@ -209,6 +212,7 @@ pub(crate) struct Shared {
     /// Buffers taken for writing so far.
     flushed: AtomicU64,
     timeouts: Arc<ServerTimeouts>,
+    company: Arc<company::Company>,
     on_push: Option<PushHandler>,
     on_failure: Option<FailureHandler>,
     subscriber: bool,
@@ -337,6 +341,7 @@ impl Connection {
             returning: AtomicUsize::new(0),
             flushed: AtomicU64::new(0),
             timeouts: cfg.timeouts.clone(),
+            company: cfg.company.clone(),
             on_push: cfg.on_push.clone(),
             on_failure: cfg.on_failure.clone(),
             subscriber: cfg.subscriber,
@@ -382,6 +387,7 @@ impl Connection {
         traffic: Traffic,
     ) -> std::result::Result<Outcome, RequestError> {
         let slot = Arc::new(ReplySlot::for_current_thread());
+        let company = traffic.is_caller().then(|| self.shared.company.join());
         self.shared.look_before_sending();
         let submitted = self
             .submit(frame, replies, deadline, traffic, slot.clone())
@@ -405,8 +411,12 @@ impl Connection {
             Waiting::Park
         };
         // Polling the socket pays for a caller alone; with others spinning next to it
-        // and the server, it takes their cores.
-        let first = if submitted.alone && submitted.held.is_none() {
+        // and the server, or waiting on other connections (lanes), it takes their
+        // cores.
+        let first = if submitted.alone
+            && submitted.held.is_none()
+            && company.as_ref().is_none_or(|c| c.alone())
+        {
             reader::ReadMode::Poll
         } else {
             reader::ReadMode::Block
@@ -456,7 +466,7 @@ impl Connection {
 
     /// Feeds the outcome of caller traffic to the circuit breaker; a trip closes the
     /// connection (the owner reconnects, a group moves traffic away).
-    fn observe(&self, result: &std::result::Result<Outcome, RequestError>) {
+    pub(crate) fn observe(&self, result: &std::result::Result<Outcome, RequestError>) {
         let Some(breaker) = &self.shared.breaker else {
             return;
         };

@@ -9,6 +9,7 @@ mod support;
 mod client_core;
 mod close_ends_streams;
 mod differential;
+mod lanes;
 mod pubsub;
 mod redis_compat;
 mod resolver;

@@ -42,6 +42,7 @@ over_both_transports!(
     a_record_that_never_moves_is_left_to_the_close_and_the_reconnect,
     closing_the_client_mid_handoff_ends_its_worker,
     failed_over_checks_the_address_too_and_the_blocking_pool_follows,
+    a_handoff_closes_the_idle_lane_and_the_next_one_dials_the_new_address,
 );
 
 fn client(t: &Transport, dns: &ScriptedResolver, keys: &str) -> Client {
@@ -233,7 +234,15 @@ fn with_the_close_enabled_we_move_before_it(t: Transport) {
     assert!(ok > 0);
     let (failures, _) = failures_and_handoffs(&events);
     assert_eq!(failures, vec![FailureKind::MaintenanceHandoff]);
-    assert_eq!(b.connections_open(), 1);
+    // One interactive connection on B, beside any lane the load opened (one may still
+    // be dialling as the load stops).
+    assert!(
+        wait_until(SOON, || b.connections_open()
+            == 1 + client.status().nodes[0].lanes_open),
+        "{} connections on B, {}",
+        b.connections_open(),
+        client.status()
+    );
 }
 
 fn several_records_step_sideways_at_once_and_reconnects_avoid_the_retiring_address(t: Transport) {
@@ -457,4 +466,50 @@ fn failed_over_checks_the_address_too_and_the_blocking_pool_follows(t: Transport
     assert_eq!(popped, Some(("q".into(), "x".into())));
     assert_eq!(a.connections_open(), 0, "the new lease dialled B");
     assert_eq!(b.connections_open(), 2);
+}
+
+/// Two threads calling together (so the second takes a lane) until `done`.
+fn two_callers_until(db: &Database, done: impl Fn() -> bool + Sync) {
+    let stop = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        for t in 0..2 {
+            let (db, stop, done) = (db.clone(), &stop, &done);
+            s.spawn(move || {
+                let deadline = std::time::Instant::now() + SOON;
+                let mut n = 0u64;
+                while !stop.load(Ordering::Acquire) && std::time::Instant::now() < deadline {
+                    n += 1;
+                    db.set(format!("lane{t}"), n).unwrap();
+                    if done() {
+                        stop.store(true, Ordering::Release);
+                    }
+                }
+            });
+        }
+    });
+}
+
+fn a_handoff_closes_the_idle_lane_and_the_next_one_dials_the_new_address(t: Transport) {
+    let (a, b, dns, client) = two_proxies_one_name(&t);
+    let db = client.database();
+    // Replies 2 ms late: two callers are in flight together, and one takes a lane.
+    a.delay_replies(Some(Duration::from_millis(2)));
+    b.delay_replies(Some(Duration::from_millis(2)));
+    let lanes_open = || client.status().nodes[0].lanes_open;
+    two_callers_until(&db, || lanes_open() == 1);
+    assert_eq!(a.connections_open(), 2, "the shared connection and a lane");
+
+    drop_from_dns_soon(&dns, &a, &b);
+    a.notify(Notification::failed_over(&["1"]));
+    assert!(wait_until(SOON, || status(&client)
+        .handoffs
+        .no_longer_advertised
+        == 1));
+    // The idle lane went with the shared connection: nothing is left on A.
+    assert!(wait_until(SOON, || a.connections_open() == 0));
+    assert_eq!(lanes_open(), 0);
+    // The next lane is opened on B.
+    two_callers_until(&db, || lanes_open() == 1);
+    assert_eq!(a.connections_open(), 0);
+    assert!(wait_until(SOON, || b.connections_open() == 2));
 }

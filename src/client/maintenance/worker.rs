@@ -280,11 +280,15 @@ fn recycle(
     if let Some(sub) = node.pubsub.current() {
         sub.close(FailureKind::MaintenanceHandoff);
     }
-    // Dedicated connections dial afresh on their next lease (the dial already avoids
-    // the retiring address).
-    let idle = node.blocking.recycle();
+    // Dedicated connections (blocking ones and lanes) dial afresh when next wanted
+    // (the dial already avoids the retiring address); a call on one now finishes
+    // there, and the connection is closed when it ends.
+    let idle = node.blocking.recycle() + node.lanes.recycle();
     if idle > 0 {
-        log::debug!("{}: closed {idle} idle blocking connections", node.endpoint);
+        log::debug!(
+            "{}: closed {idle} idle dedicated connections",
+            node.endpoint
+        );
     }
 }
 

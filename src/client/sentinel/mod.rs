@@ -100,6 +100,7 @@ fn config_for(
         breaker: None,
         dial: Arc::new(Dial::default()),
         census: None,
+        company: Default::default(),
     })
 }
 

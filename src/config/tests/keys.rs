@@ -157,6 +157,8 @@ fn counts() {
     assert_eq!(with("backlogLimit", "500").backlog_limit, 500);
     assert_eq!(with("blockingPool", "1").blocking_pool_size, 1);
     assert_eq!(with("blockingPool", "16").blocking_pool_size, 16);
+    assert_eq!(with("lanes", "0").lanes, 0);
+    assert_eq!(with("lanes", "8").lanes, 8);
 }
 
 #[test]
@@ -205,6 +207,7 @@ fn bad_values_for_every_key() {
         (OptionKey::ReconnectMin, &["0", "x"]),
         (OptionKey::ReconnectMax, &["0", "x"]),
         (OptionKey::BlockingPool, &["0", "", "many"]),
+        (OptionKey::Lanes, &["", "9", "-1", "one"]),
         (OptionKey::ReplicaReads, &["", "sometimes"]),
         (OptionKey::MaintNotifications, &["", "on", "true", "enable"]),
         (

@@ -1,8 +1,19 @@
-//! Dedicated connections for blocking commands (BLPOP, XREAD BLOCK, WAIT ...), leased
-//! one per call so a command that blocks on the server never stalls the shared
-//! multiplexed connection.
+//! Dedicated connections of a node, leased one call (or one lease) at a time. Two pools
+//! per node use it:
 //!
-//! The client-side timeout is the caller's timeout plus the block time asked of the
+//! - **blocking**: for blocking commands (BLPOP, XREAD BLOCK, WAIT ...) and optimistic
+//!   transactions, so a command that blocks on the server never stalls the shared
+//!   multiplexed connection. Opened on the caller's thread, inside its call.
+//! - **lanes**: for a caller that finds the shared connection busy, so that with a
+//!   handful of threads each is often alone on a connection and reads its own reply
+//!   (see `docs/performance.md`). Never opened on a caller's thread: a caller takes an
+//!   idle lane or uses the shared connection, and asks for one to be opened meanwhile.
+//!
+//! Both are covered the same way: a handoff ([`DedicatedPool::recycle`]), new
+//! credentials ([`DedicatedPool::retire_credentials_before`]), a server found hung and
+//! the node's close reach every connection they hold.
+//!
+//! For blocking commands, the client-side timeout is the caller's timeout plus the block time asked of the
 //! server. A blocking call that times out on our side closes its connection: left
 //! open, the server could still pop an element for a caller who is gone, and the
 //! element would be lost.
@@ -31,40 +42,80 @@ struct PoolState {
     /// of being leased again.
     generation: u64,
     /// Connections authenticated with an older credentials generation are closed
-    /// rather than leased again (see [`BlockingPool::retire_credentials_before`]).
+    /// rather than leased again (see [`DedicatedPool::retire_credentials_before`]).
     min_auth: u64,
+    /// A lane is being opened in the background (one at a time).
+    opening: bool,
+    /// No lane is opened before this (the last attempt failed).
+    retry_at: Option<Instant>,
 }
 
-pub(crate) struct BlockingPool {
+pub(crate) struct DedicatedPool {
     config: ConnectionConfig,
+    /// Connections the pool holds at most (idle, leased and being opened).
+    bound: usize,
     state: Mutex<PoolState>,
+    /// Whether `try_lease` may find something under the lock (an idle connection, or
+    /// room to open one): with many callers on a busy node, most find neither, and
+    /// asking without the lock keeps them from queueing on it.
+    worth_asking: AtomicBool,
     released: Condvar,
     closed: AtomicBool,
 }
 
-impl BlockingPool {
-    pub(crate) fn new(mut config: ConnectionConfig) -> BlockingPool {
-        config.role = "-blocking";
-        // Push frames on a leased connection have no subscriber to go to.
+/// How long a lane that failed to open is not tried again: the shared connection
+/// serves meanwhile, and a refused or slow server is not dialled once per call.
+const LANE_RETRY_AFTER: Duration = Duration::from_secs(1);
+
+impl DedicatedPool {
+    /// The pool for blocking commands and optimistic transactions.
+    pub(crate) fn blocking(config: ConnectionConfig) -> DedicatedPool {
+        let bound = config.options.blocking_pool_size.max(1);
+        DedicatedPool::new(config, "-blocking", bound)
+    }
+
+    /// The node's lanes: `options.lanes` connections beside the shared one.
+    pub(crate) fn lanes(config: ConnectionConfig) -> DedicatedPool {
+        let bound = config.options.lanes;
+        DedicatedPool::new(config, "-lane", bound)
+    }
+
+    fn new(mut config: ConnectionConfig, role: &'static str, bound: usize) -> DedicatedPool {
+        config.role = role;
+        // Push frames on a leased connection have no subscriber to go to (the shared
+        // connection hears the same maintenance notifications and acts for the node).
         config.on_push = None;
         config.on_failure = None;
+        // A lane's calls are fed to the shared connection's breaker by the node.
         config.breaker = None;
-        BlockingPool {
+        DedicatedPool {
             config,
+            bound,
             state: Mutex::new(PoolState {
                 idle: Vec::new(),
                 in_use: Vec::new(),
                 leased: 0,
                 generation: 0,
                 min_auth: 0,
+                opening: false,
+                retry_at: None,
             }),
+            worth_asking: AtomicBool::new(bound > 0),
             released: Condvar::new(),
             closed: AtomicBool::new(false),
         }
     }
 
-    fn bound(&self) -> usize {
-        self.config.options.blocking_pool_size.max(1)
+    /// Records, under the lock, whether the next `try_lease` may find something.
+    fn publish(&self, st: &PoolState) {
+        let held = st.leased + st.idle.len() + usize::from(st.opening);
+        let worth = !st.idle.is_empty() || (held < self.bound && !st.opening);
+        self.worth_asking.store(worth, Ordering::Relaxed);
+    }
+
+    /// Connections the pool holds at most.
+    pub(crate) fn bound(&self) -> usize {
+        self.bound
     }
 
     /// Runs one blocking command frame: `deadline` is the caller's, `block` the
@@ -156,16 +207,115 @@ impl BlockingPool {
         }
     }
 
+    /// An idle lane, without waiting or dialling; when there is none and the pool may
+    /// hold more, one is opened in the background for the calls that follow.
+    pub(crate) fn try_lease(self: &Arc<Self>) -> Option<Arc<Connection>> {
+        if !self.worth_asking.load(Ordering::Relaxed) {
+            return None;
+        }
+        let mut st = self.state.lock();
+        while let Some(conn) = st.idle.pop() {
+            if conn.is_closed() {
+                continue;
+            }
+            st.leased += 1;
+            let generation = st.generation;
+            st.in_use.push((conn.clone(), generation));
+            self.publish(&st);
+            return Some(conn);
+        }
+        let held = st.leased + usize::from(st.opening);
+        let may_retry = st.retry_at.is_none_or(|at| at <= Instant::now());
+        let opening = held < self.bound && !st.opening && may_retry;
+        if opening && !self.closed.load(Ordering::Acquire) {
+            st.opening = true;
+            let generation = st.generation;
+            self.publish(&st);
+            drop(st);
+            self.open_in_background(generation);
+        } else {
+            self.publish(&st);
+        }
+        None
+    }
+
+    /// Opens one lane on a thread of its own (`rr-lane-dial …`): the caller that asked
+    /// goes on at once on the shared connection.
+    fn open_in_background(self: &Arc<Self>, generation: u64) {
+        let pool = self.clone();
+        let spawned = std::thread::Builder::new()
+            .name(format!("rr-lane-dial {}", self.config.endpoint))
+            .spawn(move || pool.open_lane(generation));
+        if let Err(e) = spawned {
+            log::debug!("{}: no thread to open a lane: {e}", self.config.endpoint);
+            let mut st = self.state.lock();
+            st.opening = false;
+            st.retry_at = Some(Instant::now() + LANE_RETRY_AFTER);
+            self.publish(&st);
+        }
+    }
+
+    fn open_lane(&self, generation: u64) {
+        let opened = Connection::open(&self.config);
+        let mut st = self.state.lock();
+        st.opening = false;
+        // Worth asking again in any case: a failed attempt is retried after a pause.
+        self.worth_asking.store(true, Ordering::Relaxed);
+        match opened {
+            Ok(conn) => {
+                st.retry_at = None;
+                let conn = Arc::new(conn);
+                // A handoff or new credentials meanwhile: this one is already stale.
+                let current = st.generation == generation
+                    && conn.auth_generation().is_none_or(|g| g >= st.min_auth);
+                if current && !self.closed.load(Ordering::Acquire) {
+                    st.idle.push(conn);
+                } else {
+                    drop(st);
+                    finish(conn, FailureKind::ClosedByClient);
+                }
+            }
+            Err(e) => {
+                log::debug!("{}: opening a lane failed: {e}", self.config.endpoint);
+                st.retry_at = Some(Instant::now() + LANE_RETRY_AFTER);
+            }
+        }
+    }
+
+    /// Ends a lane's call: the connection goes back to the pool after an answer, and is
+    /// closed after anything else (a reply that may still come must never reach the
+    /// next caller).
+    pub(crate) fn end_call(
+        &self,
+        conn: Arc<Connection>,
+        result: &std::result::Result<Outcome, RequestError>,
+    ) {
+        match result {
+            Ok(Outcome::One(_) | Outcome::Many(_)) => self.give_back(conn),
+            Ok(Outcome::Failed(_)) | Err(_) => {
+                conn.close(FailureKind::ClosedByClient);
+                self.forget(conn);
+            }
+        }
+    }
+
+    /// Connections leased right now (calls in flight on lanes).
+    pub(crate) fn leased(&self) -> usize {
+        self.state.lock().leased
+    }
+
     fn give_back(&self, conn: Arc<Connection>) {
         let mut st = self.state.lock();
         st.leased -= 1;
         let current = take_in_use(&mut st, &conn) == Some(st.generation)
             && conn.auth_generation().is_none_or(|g| g >= st.min_auth);
         if self.closed.load(Ordering::Acquire) || conn.is_closed() || !current {
+            self.publish(&st);
             drop(st);
             finish(conn, FailureKind::ClosedByClient);
         } else {
             st.idle.push(conn);
+            self.publish(&st);
         }
         self.released.notify_one();
     }
@@ -175,6 +325,7 @@ impl BlockingPool {
             let mut st = self.state.lock();
             st.leased -= 1;
             take_in_use(&mut st, &conn);
+            self.publish(&st);
         }
         finish(conn, FailureKind::ClosedByClient);
         self.released.notify_one();
@@ -198,7 +349,7 @@ impl BlockingPool {
     }
 }
 
-impl BlockingPool {
+impl DedicatedPool {
     /// A maintenance handoff moved the node: idle connections (still on the address
     /// being retired) are closed now, and those leased right now are closed when given
     /// back rather than leased again. A call blocked on one is left to finish: closing
@@ -251,6 +402,33 @@ impl BlockingPool {
                 .any(|c| c.auth_generation().is_some_and(|g| g < generation))
     }
 
+    /// Closes the connections left idle for `past` or longer: nothing keeps their
+    /// flow alive (no heartbeat), and a firewall or NAT that silently forgot one would
+    /// make its next call wait for its whole timeout. A lane is opened again in the
+    /// background when next wanted. Returns how many were closed.
+    pub(crate) fn retire_idle(&self, past: Duration) -> usize {
+        let stale: Vec<Arc<Connection>> = {
+            let mut st = self.state.lock();
+            let (stale, keep) = std::mem::take(&mut st.idle)
+                .into_iter()
+                .partition(|c| c.is_closed() || c.idle_for() >= past);
+            st.idle = keep;
+            self.publish(&st);
+            stale
+        };
+        let closed = stale.len();
+        for conn in stale {
+            finish(conn, FailureKind::ClosedByClient);
+        }
+        closed
+    }
+
+    /// Connections idle or leased (status).
+    pub(crate) fn open_count(&self) -> usize {
+        let st = self.state.lock();
+        st.idle.len() + st.leased
+    }
+
     /// Dedicated connections idle in the pool (tests and status).
     pub(crate) fn idle_count(&self) -> usize {
         self.state.lock().idle.len()
@@ -265,7 +443,7 @@ fn take_in_use(st: &mut PoolState, conn: &Arc<Connection>) -> Option<u64> {
 
 /// One leased dedicated connection.
 pub(crate) struct Lease {
-    pool: Arc<BlockingPool>,
+    pool: Arc<DedicatedPool>,
     conn: Option<Arc<Connection>>,
     poisoned: std::sync::atomic::AtomicBool,
 }

@@ -1,0 +1,151 @@
+//! Lanes: with two callers in flight, the second takes a connection of its own beside
+//! the shared one; it is covered like the shared one (timeouts, close, breaker).
+
+use crate::support;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread;
+use std::time::Duration;
+
+use resilient_redis::prelude::*;
+use resilient_redis::testkit::FakeServer;
+use resilient_redis::ErrorKind;
+use support::optin::opt_in;
+use support::wait_until;
+
+const SOON: Duration = Duration::from_secs(10);
+
+/// Default options, but for `extra` (a lane's behaviour under defaults is the point).
+fn client(server: &FakeServer, extra: &str) -> Client {
+    Client::connect(opt_in(format!("{}?{extra}", server.url()).as_str())).unwrap()
+}
+
+fn lanes_open(client: &Client) -> usize {
+    client.status().nodes[0].lanes_open
+}
+
+/// Two threads calling until `done` says so, each checking that every reply is its
+/// own (the value encodes the key); returns how many calls they made.
+fn two_callers(db: &Database, done: impl Fn() -> bool + Send + Sync + 'static) -> usize {
+    let done = Arc::new(done);
+    let stop = Arc::new(AtomicBool::new(false));
+    let threads: Vec<_> = (0..2)
+        .map(|t| {
+            let (db, done, stop) = (db.clone(), done.clone(), stop.clone());
+            thread::spawn(move || {
+                let mut calls = 0;
+                let deadline = std::time::Instant::now() + SOON;
+                while !stop.load(Ordering::Acquire) && std::time::Instant::now() < deadline {
+                    let key = format!("lane:{t}:{calls}");
+                    db.set(&key, format!("value-of-{key}")).unwrap();
+                    let got: Option<String> = db.get(&key).unwrap();
+                    assert_eq!(got, Some(format!("value-of-{key}")));
+                    calls += 2;
+                    if done() {
+                        stop.store(true, Ordering::Release);
+                    }
+                }
+                calls
+            })
+        })
+        .collect();
+    threads.into_iter().map(|t| t.join().unwrap()).sum()
+}
+
+#[test]
+fn a_second_caller_in_flight_takes_a_lane_and_every_reply_reaches_its_caller() {
+    let server = FakeServer::start().unwrap();
+    // Replies 2 ms late: the two callers are in flight together.
+    server.delay_replies(Some(Duration::from_millis(2)));
+    let client = client(&server, "");
+    let db = client.database();
+    assert_eq!(lanes_open(&client), 0, "opened only when first wanted");
+    let probe = client.clone();
+    // Until the lane is open and has carried calls.
+    let mut calls = 0;
+    while calls < 400 {
+        let probe = probe.clone();
+        calls += two_callers(&db, move || lanes_open(&probe) == 1);
+    }
+    assert_eq!(lanes_open(&client), 1);
+    assert_eq!(
+        server.connections_open(),
+        2,
+        "the shared connection and one lane"
+    );
+    let in_flight = client.status().nodes[0].in_flight;
+    assert_eq!(in_flight, 0, "nothing counted in flight after the calls");
+    client.close();
+    assert!(wait_until(SOON, || server.connections_open() == 0));
+}
+
+#[test]
+fn lanes_zero_keeps_one_connection_per_server() {
+    let server = FakeServer::start().unwrap();
+    server.delay_replies(Some(Duration::from_millis(2)));
+    let client = client(&server, "lanes=0");
+    let db = client.database();
+    let mut calls = 0;
+    while calls < 400 {
+        calls += two_callers(&db, || true);
+    }
+    assert_eq!(lanes_open(&client), 0);
+    assert_eq!(server.connections_open(), 1);
+    client.close();
+}
+
+#[test]
+fn a_call_that_times_out_on_a_lane_closes_that_lane_and_nothing_else() {
+    let server = FakeServer::start().unwrap();
+    server.delay_replies(Some(Duration::from_millis(2)));
+    let client = client(&server, "");
+    let db = client.database();
+    let probe = client.clone();
+    two_callers(&db, move || lanes_open(&probe) == 1);
+    assert!(wait_until(SOON, || server.connections_open() == 2));
+
+    // One caller holds the shared connection with a slow reply while a second one,
+    // on the lane, gives up on its own.
+    server.delay_replies(Some(Duration::from_millis(600)));
+    let slow = {
+        let db = db.with_timeout(Duration::from_secs(5));
+        thread::spawn(move || db.get::<Option<String>>("lane:0:0"))
+    };
+    assert!(wait_until(SOON, || client.status().nodes[0].in_flight == 1));
+    let hasty = db.with_timeout(Duration::from_millis(100));
+    let err = hasty.get::<Option<String>>("lane:1:0").unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Timeout);
+    // The lane is closed (its late reply must never reach a next caller); the shared
+    // connection and its caller are untouched.
+    assert!(wait_until(SOON, || lanes_open(&client) == 0));
+    assert_eq!(
+        slow.join().unwrap().unwrap().as_deref(),
+        Some("value-of-lane:0:0")
+    );
+    server.delay_replies(None);
+    assert!(wait_until(SOON, || server.connections_open() == 1));
+    assert_eq!(
+        db.get::<Option<String>>("lane:1:0").unwrap().as_deref(),
+        Some("value-of-lane:1:0")
+    );
+    client.close();
+}
+
+#[test]
+fn a_lane_left_idle_for_a_heartbeat_interval_is_closed_and_opened_again_when_wanted() {
+    let server = FakeServer::start().unwrap();
+    server.delay_replies(Some(Duration::from_millis(2)));
+    let client = client(&server, "keepAlive=300");
+    let db = client.database();
+    let probe = client.clone();
+    two_callers(&db, move || lanes_open(&probe) == 1);
+    // No heartbeat keeps an idle lane's flow alive: it is closed instead.
+    assert!(wait_until(SOON, || lanes_open(&client) == 0));
+    assert!(wait_until(SOON, || server.connections_open() == 1));
+    db.ping().unwrap();
+    let probe = client.clone();
+    two_callers(&db, move || lanes_open(&probe) == 1);
+    assert_eq!(lanes_open(&client), 1);
+    client.close();
+}
