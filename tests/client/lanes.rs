@@ -149,3 +149,33 @@ fn a_lane_left_idle_for_a_heartbeat_interval_is_closed_and_opened_again_when_wan
     assert_eq!(lanes_open(&client), 1);
     client.close();
 }
+
+#[test]
+fn new_credentials_close_a_lane_on_the_old_ones_and_the_next_lane_uses_the_new() {
+    use resilient_redis::config::{Credentials, Protocol, RotatingCredentials};
+    use support::credentials::{acl, client_with};
+    let Some(server) = support::RedisServer::start() else {
+        return;
+    };
+    let admin = Client::connect(server.url().as_str()).unwrap().database();
+    acl(
+        &admin,
+        &["SETUSER", "app", "on", ">first-pw", "~*", "+@all"],
+    );
+    let current = RotatingCredentials::new(Credentials::user("app", "first-pw"));
+    let client = client_with(&server.addr(), Arc::new(current.clone()), Protocol::Resp3);
+    let db = client.database();
+    let probe = client.clone();
+    two_callers(&db, move || lanes_open(&probe) == 1);
+
+    acl(&admin, &["SETUSER", "app", ">second-pw"]);
+    current.set(Credentials::user("app", "second-pw"));
+    // Re-authentication reaches the idle lane by closing it.
+    assert!(wait_until(SOON, || lanes_open(&client) == 0));
+    acl(&admin, &["SETUSER", "app", "<first-pw"]);
+    // A lane opened now authenticates with the new password (the old one is gone).
+    let probe = client.clone();
+    two_callers(&db, move || lanes_open(&probe) == 1);
+    assert_eq!(lanes_open(&client), 1);
+    client.close();
+}
