@@ -53,6 +53,18 @@ fn two_callers(db: &Database, done: impl Fn() -> bool + Send + Sync + 'static) -
     threads.into_iter().map(|t| t.join().unwrap()).sum()
 }
 
+/// A fake answering 2 ms late (so two callers are in flight together) and a client
+/// with `extra` options whose lane two callers have opened.
+fn with_a_lane(extra: &str) -> (FakeServer, Client, Database) {
+    let server = FakeServer::start().unwrap();
+    server.delay_replies(Some(Duration::from_millis(2)));
+    let client = client(&server, extra);
+    let db = client.database();
+    let probe = client.clone();
+    two_callers(&db, move || lanes_open(&probe) == 1);
+    (server, client, db)
+}
+
 #[test]
 fn a_second_caller_in_flight_takes_a_lane_and_every_reply_reaches_its_caller() {
     let server = FakeServer::start().unwrap();
@@ -97,12 +109,7 @@ fn lanes_zero_keeps_one_connection_per_server() {
 
 #[test]
 fn a_call_that_times_out_on_a_lane_closes_that_lane_and_nothing_else() {
-    let server = FakeServer::start().unwrap();
-    server.delay_replies(Some(Duration::from_millis(2)));
-    let client = client(&server, "");
-    let db = client.database();
-    let probe = client.clone();
-    two_callers(&db, move || lanes_open(&probe) == 1);
+    let (server, client, db) = with_a_lane("");
     assert!(wait_until(SOON, || server.connections_open() == 2));
 
     // One caller holds the shared connection with a slow reply while a second one,
@@ -134,12 +141,7 @@ fn a_call_that_times_out_on_a_lane_closes_that_lane_and_nothing_else() {
 
 #[test]
 fn a_lane_left_idle_for_a_heartbeat_interval_is_closed_and_opened_again_when_wanted() {
-    let server = FakeServer::start().unwrap();
-    server.delay_replies(Some(Duration::from_millis(2)));
-    let client = client(&server, "keepAlive=300");
-    let db = client.database();
-    let probe = client.clone();
-    two_callers(&db, move || lanes_open(&probe) == 1);
+    let (server, client, db) = with_a_lane("keepAlive=300");
     // No heartbeat keeps an idle lane's flow alive: it is closed instead.
     assert!(wait_until(SOON, || lanes_open(&client) == 0));
     assert!(wait_until(SOON, || server.connections_open() == 1));
