@@ -1024,10 +1024,14 @@ struct Submitted {
 /// 8 MiB `SET` written by its caller to a server that stopped reading returned 1.48 s
 /// after its 500 ms timeout).
 const DIRECT_WRITE_MAX: usize = 16 * 1024;
-/// Caller requests in flight up to which callers write their own frames, spin for
-/// their replies and read when handed the token; above it the writer thread batches
-/// and the reader thread reads. Measured in the thread table (see docs/performance.md).
-const FEW_IN_FLIGHT: usize = 4;
+/// Caller requests in flight up to which callers write their own frames, spin (then
+/// yield) for their replies and read when handed the token; above it the writer
+/// thread batches, the reader thread reads and callers park. 16, not 4: at 8 and 16
+/// threads a yielding waiter costs less than a park/unpark pair (futex 0.2–0.3 per
+/// call instead of 2.1; 16 threads 65–86k calls/s against 36–68k, interleaved); at 32
+/// and more, spinning takes the cores the reader and the server need (32 threads
+/// 40–52k against 53–57k with 64). See docs/performance.md.
+const FEW_IN_FLIGHT: usize = 16;
 /// How long a held frame waits for the callers answered with it before it is sent
 /// anyway: they spin for their replies, so they are back within microseconds.
 const HOLD_FOR: Duration = Duration::from_micros(30);
