@@ -69,8 +69,11 @@ const LANE_RETRY_AFTER: Duration = Duration::from_secs(1);
 
 impl DedicatedPool {
     /// The pool for blocking commands and optimistic transactions.
-    pub(crate) fn blocking(config: ConnectionConfig) -> DedicatedPool {
+    pub(crate) fn blocking(mut config: ConnectionConfig) -> DedicatedPool {
         let bound = config.options.blocking_pool_size.max(1);
+        // A command blocked on the server for seconds is not a caller the others
+        // should make way for (no polling, no lane while it waits): its own count.
+        config.company = Default::default();
         DedicatedPool::new(config, "-blocking", bound)
     }
 

@@ -181,3 +181,24 @@ fn new_credentials_close_a_lane_on_the_old_ones_and_the_next_lane_uses_the_new()
     assert_eq!(lanes_open(&client), 1);
     client.close();
 }
+
+#[test]
+fn a_command_blocked_on_the_server_does_not_keep_two_callers_from_a_lane_each() {
+    let server = FakeServer::start().unwrap();
+    server.delay_replies(Some(Duration::from_millis(2)));
+    let client = client(&server, "");
+    let db = client.database();
+    // A BLPOP waits on its own dedicated connection for as long as the server blocks.
+    let blocked = {
+        let db = db.clone();
+        thread::spawn(move || db.blpop::<Option<(String, String)>>("lane:queue", SOON))
+    };
+    assert!(wait_until(SOON, || server.connections_open() == 2));
+    let probe = client.clone();
+    two_callers(&db, move || lanes_open(&probe) == 1);
+    assert_eq!(lanes_open(&client), 1);
+    db.rpush("lane:queue", "x").unwrap();
+    let popped = blocked.join().unwrap().unwrap();
+    assert_eq!(popped, Some(("lane:queue".to_string(), "x".to_string())));
+    client.close();
+}
