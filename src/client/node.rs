@@ -248,8 +248,8 @@ impl Node {
 
     /// Sends a caller's request on an idle lane when the interactive connection `conn`
     /// already carries another caller's and the rule says so ([`takes_a_lane`]): then
-    /// both read their own replies instead of one waiting on the other. `None`: send it on `conn` (no lane idle, or the lane
-    /// closed before the request reached it).
+    /// both read their own replies instead of one waiting on the other. `None`: send
+    /// it on `conn` (no lane idle, or the lane closed before the request reached it).
     fn on_a_lane(
         &self,
         conn: &Arc<Connection>,
