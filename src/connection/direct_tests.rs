@@ -274,13 +274,21 @@ fn a_frame_held_for_callers_who_never_come_back_is_sent_anyway() {
 
 #[test]
 fn callers_giving_up_while_others_wait_never_leave_the_token_with_nobody() {
+    // Below `FEW_IN_FLIGHT` (callers read for each other), around it (12) and across
+    // it (20: callers park and the reader thread reads, then serve each other again).
+    for threads in [4, 12, 20] {
+        callers_giving_up_while_others_wait(threads);
+    }
+}
+
+fn callers_giving_up_while_others_wait(threads: usize) {
     let server = FakeServer::start().expect("fake");
     let counters = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
     let conn = Arc::new(Connection::open(&config(&server, counters.0, counters.1)).expect("open"));
     server.jitter(Duration::from_millis(4));
     let (answered, gave_up) = (AtomicUsize::new(0), AtomicUsize::new(0));
     std::thread::scope(|s| {
-        for t in 0..4 {
+        for t in 0..threads {
             let (conn, answered, gave_up) = (conn.clone(), &answered, &gave_up);
             s.spawn(move || {
                 for i in 0..40 {
@@ -303,8 +311,8 @@ fn callers_giving_up_while_others_wait_never_leave_the_token_with_nobody() {
         }
     });
     assert!(
-        answered.load(Ordering::SeqCst) >= 80,
-        "every patient caller answered"
+        answered.load(Ordering::SeqCst) >= threads * 20,
+        "every patient caller answered ({threads} threads)"
     );
     server.jitter(Duration::ZERO);
     assert!(
@@ -352,7 +360,8 @@ fn no_lock_cycle_while_callers_read_for_each_other_time_out_and_the_server_pushe
         Arc::new(Connection::open(&config(&server, pushes, failures.clone())).expect("open"));
     server.jitter(Duration::from_millis(2));
     std::thread::scope(|s| {
-        for t in 0..4 {
+        // Across `FEW_IN_FLIGHT`: callers serve each other, then park, and back.
+        for t in 0..20 {
             let conn = conn.clone();
             s.spawn(move || {
                 for i in 0..150 {
