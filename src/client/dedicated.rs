@@ -13,10 +13,10 @@
 //! credentials ([`DedicatedPool::retire_credentials_before`]), a server found hung and
 //! the node's close reach every connection they hold.
 //!
-//! For blocking commands, the client-side timeout is the caller's timeout plus the block time asked of the
-//! server. A blocking call that times out on our side closes its connection: left
-//! open, the server could still pop an element for a caller who is gone, and the
-//! element would be lost.
+//! For blocking commands, the client-side timeout is the caller's timeout plus the
+//! block time asked of the server. A blocking call that times out on our side closes
+//! its connection: left open, the server could still pop an element for a caller who
+//! is gone, and the element would be lost.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -168,13 +168,8 @@ impl DedicatedPool {
             if self.closed.load(Ordering::Acquire) {
                 return Err(Error::new(ErrorKind::Closed, "the client is closed"));
             }
-            while let Some(conn) = st.idle.pop() {
-                if !conn.is_closed() {
-                    st.leased += 1;
-                    let generation = st.generation;
-                    st.in_use.push((conn.clone(), generation));
-                    return Ok(conn);
-                }
+            if let Some(conn) = take_idle(&mut st) {
+                return Ok(conn);
             }
             if st.leased < self.bound() {
                 st.leased += 1;
@@ -217,13 +212,7 @@ impl DedicatedPool {
             return None;
         }
         let mut st = self.state.lock();
-        while let Some(conn) = st.idle.pop() {
-            if conn.is_closed() {
-                continue;
-            }
-            st.leased += 1;
-            let generation = st.generation;
-            st.in_use.push((conn.clone(), generation));
+        if let Some(conn) = take_idle(&mut st) {
             self.publish(&st);
             return Some(conn);
         }
@@ -359,16 +348,11 @@ impl DedicatedPool {
     /// it would fail the caller for certain, while the server may well answer before it
     /// closes the old address itself. Returns how many idle connections were closed.
     pub(crate) fn recycle(&self) -> usize {
-        let idle = {
-            let mut st = self.state.lock();
-            st.generation += 1;
-            std::mem::take(&mut st.idle)
-        };
-        let closed = idle.len();
-        for conn in idle {
-            finish(conn, FailureKind::MaintenanceHandoff);
-        }
-        closed
+        self.close_idle(
+            |st| st.generation += 1,
+            |_| true,
+            FailureKind::MaintenanceHandoff,
+        )
     }
 
     /// Credentials of `generation` replaced older ones: idle connections on older ones
@@ -377,20 +361,11 @@ impl DedicatedPool {
     /// leased ones when given back. A call blocked on one is left to finish, as for a
     /// handoff. Returns how many idle connections were closed.
     pub(crate) fn retire_credentials_before(&self, generation: u64) -> usize {
-        let stale: Vec<Arc<Connection>> = {
-            let mut st = self.state.lock();
-            st.min_auth = st.min_auth.max(generation);
-            let (stale, keep) = std::mem::take(&mut st.idle)
-                .into_iter()
-                .partition(|c| c.auth_generation().is_some_and(|g| g < generation));
-            st.idle = keep;
-            stale
-        };
-        let closed = stale.len();
-        for conn in stale {
-            finish(conn, FailureKind::ClosedByClient);
-        }
-        closed
+        self.close_idle(
+            |st| st.min_auth = st.min_auth.max(generation),
+            |c| c.auth_generation().is_some_and(|g| g < generation),
+            FailureKind::ClosedByClient,
+        )
     }
 
     /// Whether the pool holds a connection on credentials older than `generation`
@@ -410,18 +385,32 @@ impl DedicatedPool {
     /// make its next call wait for its whole timeout. A lane is opened again in the
     /// background when next wanted. Returns how many were closed.
     pub(crate) fn retire_idle(&self, past: Duration) -> usize {
-        let stale: Vec<Arc<Connection>> = {
+        self.close_idle(
+            |_| {},
+            |c| c.is_closed() || c.idle_for() >= past,
+            FailureKind::ClosedByClient,
+        )
+    }
+
+    /// Updates the state (`first`), then closes the idle connections `stale` picks,
+    /// outside the lock; returns how many.
+    fn close_idle(
+        &self,
+        first: impl FnOnce(&mut PoolState),
+        stale: impl Fn(&Arc<Connection>) -> bool,
+        why: FailureKind,
+    ) -> usize {
+        let closing: Vec<Arc<Connection>> = {
             let mut st = self.state.lock();
-            let (stale, keep) = std::mem::take(&mut st.idle)
-                .into_iter()
-                .partition(|c| c.is_closed() || c.idle_for() >= past);
+            first(&mut st);
+            let (closing, keep) = std::mem::take(&mut st.idle).into_iter().partition(stale);
             st.idle = keep;
             self.publish(&st);
-            stale
+            closing
         };
-        let closed = stale.len();
-        for conn in stale {
-            finish(conn, FailureKind::ClosedByClient);
+        let closed = closing.len();
+        for conn in closing {
+            finish(conn, why);
         }
         closed
     }
@@ -436,6 +425,20 @@ impl DedicatedPool {
     pub(crate) fn idle_count(&self) -> usize {
         self.state.lock().idle.len()
     }
+}
+
+/// Leases an idle connection that is still open (closed ones are dropped), recording
+/// it in use under the current generation.
+fn take_idle(st: &mut PoolState) -> Option<Arc<Connection>> {
+    while let Some(conn) = st.idle.pop() {
+        if !conn.is_closed() {
+            st.leased += 1;
+            let generation = st.generation;
+            st.in_use.push((conn.clone(), generation));
+            return Some(conn);
+        }
+    }
+    None
 }
 
 /// Removes `conn` from the in-use list; the generation it was opened in.

@@ -3,7 +3,6 @@
 
 use crate::support;
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread;
 use std::time::Duration;
@@ -11,6 +10,7 @@ use std::time::Duration;
 use resilient_redis::prelude::*;
 use resilient_redis::testkit::FakeServer;
 use resilient_redis::ErrorKind;
+use support::lanes::two_callers;
 use support::optin::opt_in;
 use support::wait_until;
 
@@ -23,34 +23,6 @@ fn client(server: &FakeServer, extra: &str) -> Client {
 
 fn lanes_open(client: &Client) -> usize {
     client.status().nodes[0].lanes_open
-}
-
-/// Two threads calling until `done` says so, each checking that every reply is its
-/// own (the value encodes the key); returns how many calls they made.
-fn two_callers(db: &Database, done: impl Fn() -> bool + Send + Sync + 'static) -> usize {
-    let done = Arc::new(done);
-    let stop = Arc::new(AtomicBool::new(false));
-    let threads: Vec<_> = (0..2)
-        .map(|t| {
-            let (db, done, stop) = (db.clone(), done.clone(), stop.clone());
-            thread::spawn(move || {
-                let mut calls = 0;
-                let deadline = std::time::Instant::now() + SOON;
-                while !stop.load(Ordering::Acquire) && std::time::Instant::now() < deadline {
-                    let key = format!("lane:{t}:{calls}");
-                    db.set(&key, format!("value-of-{key}")).unwrap();
-                    let got: Option<String> = db.get(&key).unwrap();
-                    assert_eq!(got, Some(format!("value-of-{key}")));
-                    calls += 2;
-                    if done() {
-                        stop.store(true, Ordering::Release);
-                    }
-                }
-                calls
-            })
-        })
-        .collect();
-    threads.into_iter().map(|t| t.join().unwrap()).sum()
 }
 
 /// A fake answering 2 ms late (so two callers are in flight together) and a client

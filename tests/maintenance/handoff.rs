@@ -26,6 +26,7 @@ use resilient_redis::maintenance::{
 use resilient_redis::prelude::*;
 use resilient_redis::testkit::{Answer, FakeServer, Notification, ScriptedResolver};
 use resilient_redis::{ClientEvent, FailureKind};
+use support::lanes::two_callers;
 use support::maintenance::{status, wait_opted_in, SOON};
 use support::optin::opt_in;
 use support::transport::Transport;
@@ -468,27 +469,6 @@ fn failed_over_checks_the_address_too_and_the_blocking_pool_follows(t: Transport
     assert_eq!(b.connections_open(), 2);
 }
 
-/// Two threads calling together (so the second takes a lane) until `done`.
-fn two_callers_until(db: &Database, done: impl Fn() -> bool + Sync) {
-    let stop = AtomicBool::new(false);
-    std::thread::scope(|s| {
-        for t in 0..2 {
-            let (db, stop, done) = (db.clone(), &stop, &done);
-            s.spawn(move || {
-                let deadline = std::time::Instant::now() + SOON;
-                let mut n = 0u64;
-                while !stop.load(Ordering::Acquire) && std::time::Instant::now() < deadline {
-                    n += 1;
-                    db.set(format!("lane{t}"), n).unwrap();
-                    if done() {
-                        stop.store(true, Ordering::Release);
-                    }
-                }
-            });
-        }
-    });
-}
-
 fn a_handoff_closes_the_idle_lane_and_the_next_one_dials_the_new_address(t: Transport) {
     let (a, b, dns, client) = two_proxies_one_name(&t);
     let db = client.database();
@@ -496,7 +476,7 @@ fn a_handoff_closes_the_idle_lane_and_the_next_one_dials_the_new_address(t: Tran
     a.delay_replies(Some(Duration::from_millis(2)));
     b.delay_replies(Some(Duration::from_millis(2)));
     let lanes_open = || client.status().nodes[0].lanes_open;
-    two_callers_until(&db, || lanes_open() == 1);
+    two_callers(&db, || lanes_open() == 1);
     assert_eq!(a.connections_open(), 2, "the shared connection and a lane");
 
     drop_from_dns_soon(&dns, &a, &b);
@@ -509,7 +489,7 @@ fn a_handoff_closes_the_idle_lane_and_the_next_one_dials_the_new_address(t: Tran
     assert!(wait_until(SOON, || a.connections_open() == 0));
     assert_eq!(lanes_open(), 0);
     // The next lane is opened on B.
-    two_callers_until(&db, || lanes_open() == 1);
+    two_callers(&db, || lanes_open() == 1);
     assert_eq!(a.connections_open(), 0);
     assert!(wait_until(SOON, || b.connections_open() == 2));
 }

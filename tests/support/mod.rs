@@ -14,6 +14,7 @@
 pub mod cluster;
 pub mod commands;
 pub mod credentials;
+pub mod lanes;
 pub mod logs;
 pub mod maintenance;
 pub mod optin;
