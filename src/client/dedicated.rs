@@ -383,7 +383,8 @@ impl DedicatedPool {
     /// Closes the connections left idle for `past` or longer: nothing keeps their
     /// flow alive (no heartbeat), and a firewall or NAT that silently forgot one would
     /// make its next call wait for its whole timeout. A lane is opened again in the
-    /// background when next wanted. Returns how many were closed.
+    /// background when next wanted, a blocking connection on its next lease. Returns
+    /// how many were closed.
     pub(crate) fn retire_idle(&self, past: Duration) -> usize {
         self.close_idle(
             |_| {},

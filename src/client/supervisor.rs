@@ -118,10 +118,12 @@ pub(crate) fn tick(deployment: &Arc<Deployment>, heartbeats: &mut Heartbeats) {
         }
         node.interactive.sweep_draining(DEAD_GRACE);
         node.pubsub.sweep_draining(DEAD_GRACE);
-        // Lanes get no heartbeat: one idle as long as a heartbeat's interval is closed
-        // instead (reopened in the background when next wanted).
-        node.lanes
-            .retire_idle(node.interactive.config.options.keep_alive);
+        // Lanes and blocking connections get no heartbeat: one idle as long as a
+        // heartbeat's interval is closed instead (a lane is reopened in the background
+        // when next wanted, a blocking connection on its next lease).
+        let keep_alive = node.interactive.config.options.keep_alive;
+        node.lanes.retire_idle(keep_alive);
+        node.blocking.retire_idle(keep_alive);
         let [interactive_beat, pubsub_beat] =
             heartbeats.0.entry(node.endpoint.clone()).or_default();
         match node.current() {

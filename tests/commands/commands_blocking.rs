@@ -255,3 +255,27 @@ fn replica_caught_up(db: &Database) -> bool {
         .and_then(|v| v.trim().parse().ok());
     acked.is_some() && acked == master
 }
+
+#[test]
+fn a_blocking_connection_left_idle_for_a_heartbeat_interval_is_closed_and_opened_again_on_its_next_lease(
+) {
+    use resilient_redis::testkit::FakeServer;
+    const SOON: Duration = Duration::from_secs(10);
+    let server = FakeServer::start().unwrap();
+    // Default options but a short heartbeat interval: nothing keeps an idle blocking
+    // connection's flow alive, so it is closed rather than left for a NAT to forget.
+    let url = format!("{}?keepAlive=300", server.url());
+    let client = Client::connect(support::optin::opt_in(url.as_str())).unwrap();
+    let db = client.database();
+    let blocking_idle = || client.status().nodes[0].blocking_idle;
+    let none: Option<(String, String)> = db.blpop("idle:queue", Duration::from_millis(50)).unwrap();
+    assert_eq!(none, None);
+    assert_eq!(blocking_idle(), 1);
+    assert!(wait_until(SOON, || blocking_idle() == 0));
+    assert!(wait_until(SOON, || server.connections_open() == 1));
+    db.rpush("idle:queue", "job").unwrap();
+    let got: Option<(String, String)> = db.blpop("idle:queue", SOON).unwrap();
+    assert_eq!(got.map(|(_, v)| v).as_deref(), Some("job"));
+    assert_eq!(blocking_idle(), 1, "dialled afresh for the next lease");
+    client.close();
+}
