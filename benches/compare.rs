@@ -98,6 +98,7 @@ fn main() {
     }
     let plan = Plan::from_env();
     let server = RedisServer::start();
+    workloads::watch_server(server.pid());
     let url = server.url();
     let started = Instant::now();
     println!(
@@ -202,6 +203,7 @@ fn profile() {
         Some(_) => panic!("{usage}"),
     };
     let server = RedisServer::start();
+    workloads::watch_server(server.pid());
     let url = server.url();
     let client = ours_client(&url);
     let keys = Keys::new("bench:key", 1024, SMALL);
@@ -467,6 +469,14 @@ fn thread_growth(
         let cpu = |rs: &[Rate]| median(&rs.iter().map(Rate::cpu_per_call).collect::<Vec<_>>());
         let (a, b) = (rate(&results[0]), rate(&results[1]));
         let (ca, cb) = (cpu(&results[0]), cpu(&results[1]));
+        let machine = |rs: &[Rate]| {
+            median(
+                &rs.iter()
+                    .map(Rate::machine_cpu_per_call)
+                    .collect::<Vec<_>>(),
+            )
+        };
+        let (ma, mb) = (machine(&results[0]), machine(&results[1]));
         errors.0 += results[0].iter().map(|r| r.errors).sum::<u64>();
         errors.1 += results[1].iter().map(|r| r.errors).sum::<u64>();
         let n = plan.pick(200_000, 20_000);
@@ -494,6 +504,7 @@ fn thread_growth(
             format!("{:.1} µs", ca / 1000.0),
             format!("{:.1} µs", cb / 1000.0),
             format!("{:.2}", ca / cb),
+            format!("{:.2}", ma / mb),
             goal,
             met.to_string(),
             report::rate(plain),
@@ -504,7 +515,8 @@ fn thread_growth(
     notes.push(format!(
         "threads: GET/SET 50/50 on 32 B, median of {rounds} × {:.1} s windows per point; \
          CPU = user + system time of the whole bench process over the window (callers and \
-         the client's own threads), per completed call{}",
+         the client's own threads), per completed call; with server = the same plus the \
+         redis-server's CPU over the window (what a call costs the machine){}",
         dur.as_secs_f64(),
         errors_text(errors.0, errors.1)
     ));
@@ -521,6 +533,7 @@ fn thread_growth(
                 "ours CPU/call",
                 "redis-rs CPU/call",
                 "CPU ratio",
+                "CPU ratio with server",
                 "goal (ratio, CPU ratio)",
                 "met",
                 "r-b -P 1",

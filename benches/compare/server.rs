@@ -58,6 +58,11 @@ impl RedisServer {
         panic!("cannot start redis-server: {last_error}");
     }
 
+    /// The server's process id (to read its CPU time).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     pub fn url(&self) -> String {
         format!("redis://127.0.0.1:{}", self.port)
     }

@@ -7,7 +7,7 @@
 //! `Connection` per thread). Must never: count setup (connecting, populating keys)
 //! inside a timed window, or let a failed call count as an op.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Barrier;
 use std::time::{Duration, Instant};
 
@@ -80,6 +80,9 @@ pub struct Rate {
     /// User + system time of this process (every thread: callers and the client's
     /// reader, writer and supervisor threads) over the window.
     pub cpu: Duration,
+    /// User + system time of the bench's `redis-server` over the window (zero when
+    /// unknown, see [`watch_server`]).
+    pub server_cpu: Duration,
 }
 
 impl Rate {
@@ -91,13 +94,40 @@ impl Rate {
     pub fn cpu_per_call(&self) -> f64 {
         self.cpu.as_nanos() as f64 / self.ops.max(1) as f64
     }
+
+    /// Client and server CPU per completed call, in nanoseconds: what a call costs the
+    /// machine (a client that batches saves the server work; one that spins spends
+    /// it).
+    pub fn machine_cpu_per_call(&self) -> f64 {
+        (self.cpu + self.server_cpu).as_nanos() as f64 / self.ops.max(1) as f64
+    }
+}
+
+/// The bench's `redis-server`, whose CPU each window also reads (0: none).
+static SERVER_PID: AtomicU32 = AtomicU32::new(0);
+
+/// Makes every later window read the CPU time of process `pid` (the bench's server).
+pub fn watch_server(pid: u32) {
+    SERVER_PID.store(pid, Ordering::Relaxed);
+}
+
+fn server_cpu() -> Duration {
+    match SERVER_PID.load(Ordering::Relaxed) {
+        0 => Duration::ZERO,
+        pid => cpu_of(&format!("/proc/{pid}/stat")),
+    }
 }
 
 /// User + system CPU time of this process so far, all threads (also those that ended),
 /// from `/proc/self/stat` (Linux; clock ticks of 10 ms, fine for windows of 0.7 s and
 /// more on 2 cores). Zero where it cannot be read.
 pub fn process_cpu() -> Duration {
-    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else {
+    cpu_of("/proc/self/stat")
+}
+
+/// User + system CPU time from a `/proc/<pid>/stat` file (zero where unreadable).
+fn cpu_of(path: &str) -> Duration {
+    let Ok(stat) = std::fs::read_to_string(path) else {
         return Duration::ZERO;
     };
     // The command name (field 2) may hold spaces: count fields after its ')'.
@@ -210,6 +240,7 @@ fn run_mixed<S: Send>(
         barrier.wait();
         let start = Instant::now();
         let cpu_start = process_cpu();
+        let server_start = server_cpu();
         std::thread::sleep(dur);
         stop.store(true, Ordering::Relaxed);
         let mut rate = Rate {
@@ -217,6 +248,7 @@ fn run_mixed<S: Send>(
             errors: 0,
             elapsed: Duration::ZERO,
             cpu: Duration::ZERO,
+            server_cpu: Duration::ZERO,
         };
         for w in workers {
             let (ops, errors) = w.join().expect("a bench thread panicked");
@@ -227,6 +259,7 @@ fn run_mixed<S: Send>(
         // pay for their last call's latency alike.
         rate.elapsed = start.elapsed();
         rate.cpu = process_cpu().saturating_sub(cpu_start);
+        rate.server_cpu = server_cpu().saturating_sub(server_start);
         rate
     })
 }
