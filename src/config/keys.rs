@@ -225,7 +225,7 @@ option_keys! {
     }
     KeepAlive {
         name: "keepAlive",
-        doc: ["An idle connection is sent a heartbeat `PING` after this", "ms", "10000"],
+        doc: ["An idle connection is sent a heartbeat `PING` after this (an idle lane or blocking connection is closed instead, and opened again when next wanted)", "ms", "10000"],
         role: Role::Plain,
         expected: MILLIS,
         parse: |s, v, _| put(&mut s.options.keep_alive, millis(v)),
