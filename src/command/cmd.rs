@@ -49,9 +49,14 @@ impl Cmd {
             block: None,
         };
         // Subcommand names ("CLIENT SETNAME") are sent as separate arguments.
-        for part in name.split(' ').filter(|p| !p.is_empty()) {
-            write_arg(&mut cmd.buf, part.as_bytes());
-            cmd.argc += 1;
+        if name.as_bytes().contains(&b' ') {
+            for part in name.split(' ').filter(|p| !p.is_empty()) {
+                write_arg(&mut cmd.buf, part.as_bytes());
+                cmd.argc += 1;
+            }
+        } else if !name.is_empty() {
+            write_arg(&mut cmd.buf, name.as_bytes());
+            cmd.argc = 1;
         }
         cmd.name = name;
         cmd.seal();

@@ -182,6 +182,10 @@ fn handle(shared: &Shared, rs: &mut ReadState, frame: Value) -> bool {
     let outcome = if front.expected == 1 && rs.partial.is_empty() {
         Outcome::One(frame)
     } else {
+        if rs.partial.is_empty() {
+            // The count is ours (the commands we sent): one allocation for a batch.
+            rs.partial.reserve_exact(front.expected);
+        }
         rs.partial.push(frame);
         if rs.partial.len() < front.expected {
             return true;

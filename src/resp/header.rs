@@ -70,7 +70,10 @@ pub(super) fn parse_double(s: &[u8]) -> Result<f64> {
 }
 
 pub(super) fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
+    match std::str::from_utf8(bytes) {
+        Ok(s) => s.to_owned(),
+        Err(_) => String::from_utf8_lossy(bytes).into_owned(),
+    }
 }
 
 pub(super) fn text_from_vec(bytes: Vec<u8>) -> String {
