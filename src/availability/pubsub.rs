@@ -65,18 +65,12 @@ impl GroupSubscriber {
     {
         let sub = self.add(kind, name.as_ref())?;
         let parts = sub.parts.clone();
-        let mut callback = callback;
-        let thread = std::thread::Builder::new()
-            .name(format!(
-                "rr-group-pubsub-cb {}",
-                String::from_utf8_lossy(name.as_ref())
-            ))
-            .spawn(move || {
-                while let Ok(msg) = sub.recv() {
-                    callback(msg);
-                }
-            })
-            .map_err(|e| Error::new(ErrorKind::Io, format!("cannot start a thread: {e}")))?;
+        let thread = crate::pubsub::spawn_callback(
+            "rr-group-pubsub-cb",
+            name.as_ref(),
+            move || sub.recv().ok(),
+            callback,
+        )?;
         Ok(GroupCallbackSubscription {
             parts,
             thread: Some(thread),

@@ -122,18 +122,12 @@ impl Subscriber {
     {
         let sub = self.add(kind, name.as_ref())?;
         let rx = sub.rx.clone();
-        let mut callback = callback;
-        let thread = std::thread::Builder::new()
-            .name(format!(
-                "rr-pubsub-cb {}",
-                String::from_utf8_lossy(name.as_ref())
-            ))
-            .spawn(move || {
-                for msg in rx.iter() {
-                    callback(msg);
-                }
-            })
-            .map_err(|e| Error::new(ErrorKind::Io, format!("cannot start a thread: {e}")))?;
+        let thread = spawn_callback(
+            "rr-pubsub-cb",
+            name.as_ref(),
+            move || rx.recv().ok(),
+            callback,
+        )?;
         Ok(CallbackSubscription {
             sub: Some(sub),
             thread: Some(thread),
@@ -300,6 +294,28 @@ fn closed() -> Error {
 
 fn closed_client() -> Error {
     Error::new(ErrorKind::Closed, "the client is closed")
+}
+
+/// Runs `callback` for every message `next` yields, on a thread of its own named
+/// `{prefix} {name}` (never on a connection's reader thread); the thread ends when
+/// `next` yields nothing (the subscription ended).
+pub(crate) fn spawn_callback<F>(
+    prefix: &str,
+    name: &[u8],
+    mut next: impl FnMut() -> Option<Message> + Send + 'static,
+    mut callback: F,
+) -> Result<JoinHandle<()>>
+where
+    F: FnMut(Message) + Send + 'static,
+{
+    std::thread::Builder::new()
+        .name(format!("{prefix} {}", String::from_utf8_lossy(name)))
+        .spawn(move || {
+            while let Some(msg) = next() {
+                callback(msg);
+            }
+        })
+        .map_err(|e| Error::new(ErrorKind::Io, format!("cannot start a thread: {e}")))
 }
 
 /// A subscription whose messages go to a callback on its own thread.
