@@ -193,6 +193,18 @@ impl Cmd {
 
     /// Rewrites the header for the current argument count.
     fn seal(&mut self) {
+        if self.argc < 10 {
+            // Nearly every command: written at once (this runs after every argument).
+            let start = HEADER_ROOM - 4;
+            self.buf[start..HEADER_ROOM].copy_from_slice(&[
+                b'*',
+                b'0' + self.argc as u8,
+                b'\r',
+                b'\n',
+            ]);
+            self.header_start = start;
+            return;
+        }
         let mut digits = [0u8; 20];
         let mut n = self.argc;
         let mut i = digits.len();
@@ -301,6 +313,17 @@ impl ArgWriter<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_argument_count_is_right_on_both_sides_of_ten() {
+        let mut cmd = Cmd::new("RPUSH").key("k");
+        for i in 0..12 {
+            cmd = cmd.arg(i);
+            let header = format!("*{}\r\n", i + 3);
+            assert!(cmd.frame().starts_with(header.as_bytes()), "{i}");
+        }
+        assert!(cmd.frame().ends_with(b"$2\r\n11\r\n"));
+    }
 
     #[test]
     fn keys_and_args_are_found_again() {

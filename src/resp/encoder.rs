@@ -79,6 +79,17 @@ fn push_header(buf: &mut Vec<u8>, ty: u8, n: usize) {
         buf.extend_from_slice(&[ty, b'0' + n as u8, b'\r', b'\n']);
         return;
     }
+    if n < 100 {
+        // Next most common: keys and small values.
+        buf.extend_from_slice(&[
+            ty,
+            b'0' + (n / 10) as u8,
+            b'0' + (n % 10) as u8,
+            b'\r',
+            b'\n',
+        ]);
+        return;
+    }
     let mut s = Scratch::new();
     s.prepend(CRLF);
     s.prepend_u64(n as u64);
@@ -304,6 +315,35 @@ mod tests {
             write_arg(&mut buf, &arg);
             assert_eq!(buf.len(), bulk_len(n), "{n} bytes");
             assert_eq!(buf.capacity(), room, "{n} bytes: grown");
+        }
+    }
+
+    #[test]
+    fn headers_match_std_formatting_at_the_edges() {
+        let edges = [
+            0usize,
+            1,
+            9,
+            10,
+            11,
+            42,
+            99,
+            100,
+            101,
+            999,
+            1000,
+            65_535,
+            usize::MAX,
+        ];
+        for n in edges {
+            let mut buf = Vec::new();
+            write_command_header(&mut buf, n);
+            assert_eq!(buf, format!("*{n}\r\n").into_bytes());
+        }
+        for n in [0usize, 9, 10, 99, 100, 1000] {
+            let mut buf = Vec::new();
+            write_arg(&mut buf, &vec![b'v'; n]);
+            assert_eq!(&buf[..buf.len() - n - 2], format!("${n}\r\n").as_bytes());
         }
     }
 
