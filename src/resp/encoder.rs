@@ -107,7 +107,7 @@ pub fn write_arg(buf: &mut Vec<u8>, arg: &[u8]) {
     // One reservation for header, payload and trailer keeps large arguments to a
     // single grow of the outgoing buffer. Exact, not padded: a padded reservation
     // grew a `SET` of a 32-byte value past `Cmd`'s first buffer (a `realloc` per
-    // command, 14 % of building a batch).
+    // command, 15 % of building a batch).
     buf.reserve(bulk_len(arg.len()));
     push_header(buf, b'$', arg.len());
     buf.extend_from_slice(arg);
