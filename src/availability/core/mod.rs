@@ -459,19 +459,29 @@ impl Core {
             let m = &self.members[i];
             !m.provisional || m.failback_verdict().is_none()
         });
+        // At the first choice nobody is active yet, so every live member whose first
+        // verdict is still under way competes as the kept one would: otherwise a
+        // lighter member whose REST answered before the heavier one connected took
+        // the start, and traffic moved back once the heavier one passed.
+        let first_choice = cur.is_none();
+        let pending = |m: &MemberState| first_choice && m.failback_verdict().is_none();
         let mut candidates: Vec<Candidate> = self
             .members
             .iter()
             .enumerate()
             .map(|(i, m)| Candidate {
-                available: m.is_live() && (!gated || kept == Some(i) || m.eligible()),
+                available: m.is_live() && (!gated || kept == Some(i) || m.eligible() || pending(m)),
                 weight: m.weight,
                 latency: m.latency,
             })
             .collect();
         let mut chosen = select(&candidates, cur, pref);
-        let mut provisional =
-            chosen.is_some() && chosen == cur && kept.is_some_and(|k| self.members[k].provisional);
+        // Serving before its own verdict: provisional, and it leaves at once if that
+        // verdict is not Healthy.
+        let mut provisional = chosen.is_some_and(|i| {
+            let m = &self.members[i];
+            (chosen == cur && kept == Some(i) && m.provisional) || (pending(m) && !m.eligible())
+        });
         if chosen.is_none() && gated {
             // The liveness fallback: nobody eligible, serve from the best live member.
             for (c, m) in candidates.iter_mut().zip(&self.members) {

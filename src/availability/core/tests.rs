@@ -591,3 +591,58 @@ fn a_member_that_fails_over_inside_itself_is_held_for_its_grace() {
         vec![(Some(1), Some(2), R::HealthCheck)]
     );
 }
+
+/// The start-up race the suite caught: the lighter member connects first and its
+/// failback verdict arrives before the heavier one has even connected.
+fn lighter_member_verdict_first() -> Table {
+    let mut t = Table::new(Duration::ZERO);
+    t.add(1, 10, Some(SEC));
+    t.add(2, 5, Some(SEC));
+    t.input(Input::Connection { id: 2, up: true });
+    failback(&mut t, 2, Healthy);
+    assert_eq!(
+        t.active(),
+        None,
+        "still waiting for member 1's first attempt"
+    );
+    t.at(Duration::from_millis(10));
+    t
+}
+
+#[test]
+fn at_start_a_heavier_member_with_its_verdict_pending_beats_a_lighter_one_that_passed() {
+    let mut t = lighter_member_verdict_first();
+    let s = t.input(Input::Connection { id: 1, up: true });
+    assert_eq!(changes(&s), vec![(None, Some(1), R::Initial)]);
+    assert!(t.core.view(1).is_some_and(|v| v.provisional));
+    assert!(checks(&s)
+        .iter()
+        .any(|(id, k)| *id == 1 && matches!(k, CheckKind::Failback { .. })));
+    // It passes: it stays, as an ordinary member.
+    let s = failback(&mut t, 1, Healthy);
+    assert!(changes(&s).is_empty());
+    assert!(t.core.view(1).is_some_and(|v| !v.provisional));
+}
+
+#[test]
+fn at_start_a_heavier_member_that_then_fails_its_verdict_leaves_at_once() {
+    let mut t = lighter_member_verdict_first();
+    t.input(Input::Connection { id: 1, up: true });
+    let s = failback(&mut t, 1, Inconclusive);
+    assert_eq!(changes(&s), vec![(Some(1), Some(2), R::FailbackCheck)]);
+    assert!(t.core.view(1).is_some_and(|v| !v.provisional));
+    assert!(t.core.view(2).is_some_and(|v| !v.provisional));
+}
+
+#[test]
+fn at_start_a_member_already_found_behind_does_not_compete() {
+    let mut t = Table::new(Duration::ZERO);
+    t.add(1, 10, Some(SEC));
+    t.add(2, 5, Some(SEC));
+    t.input(Input::Connection { id: 1, up: true });
+    failback(&mut t, 1, Unhealthy);
+    failback(&mut t, 2, Healthy);
+    let s = t.input(Input::Connection { id: 2, up: true });
+    assert_eq!(changes(&s), vec![(None, Some(2), R::Initial)]);
+    assert!(t.core.view(2).is_some_and(|v| !v.provisional));
+}
