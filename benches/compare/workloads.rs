@@ -37,8 +37,17 @@ impl Keys {
     }
 }
 
+/// `BENCH_OURS_OPTIONS` (say `lanes=3`) is appended to the URL's query, for
+/// prototyping a setting against the shipped defaults in one run.
 pub fn ours_client(url: &str) -> Client {
-    Client::connect(url).expect("resilient-redis connects")
+    let url = match std::env::var("BENCH_OURS_OPTIONS") {
+        Ok(extra) if !extra.is_empty() => {
+            let sep = if url.contains('?') { '&' } else { '?' };
+            format!("{url}{sep}{extra}")
+        }
+        _ => url.to_string(),
+    };
+    Client::connect(&url).expect("resilient-redis connects")
 }
 
 pub fn theirs_conn(url: &str) -> redis::Connection {

@@ -8,7 +8,7 @@
 //! itself also completes other callers' replies and dispatches push frames in order.
 
 use std::io;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -32,6 +32,10 @@ pub(crate) struct ReadState {
     pub(super) ticking: bool,
     /// Whether direct readers poll before blocking.
     poll_gate: Gamble,
+    /// Socket reads that brought bytes, and the one whose answered callers
+    /// `Shared::returning` counts.
+    reads: u64,
+    counted_read: u64,
 }
 
 impl ReadState {
@@ -43,7 +47,23 @@ impl ReadState {
             lone_streak: 0,
             ticking: false,
             poll_gate: Gamble::default(),
+            reads: 0,
+            counted_read: 0,
         }
+    }
+
+    /// Counts a caller just answered as about to send again (`Shared::returning`).
+    /// Only the callers answered by the latest read that answered any are expected
+    /// back: one answered by an earlier read may have sent its next request on
+    /// another connection (a lane) or past the holding path, and counting it made the
+    /// next caller hold its frame for nobody (30 µs, every few dozen calls at 2
+    /// threads: 0.5 `sched_yield` per call, 0.3 without).
+    fn count_returning(&mut self, returning: &AtomicUsize) {
+        if self.counted_read != self.reads {
+            self.counted_read = self.reads;
+            returning.store(0, Ordering::Relaxed);
+        }
+        returning.fetch_add(1, Ordering::Relaxed);
     }
 
     /// Between frames: nothing received that a later read would complete.
@@ -131,6 +151,7 @@ pub(super) fn read_once(shared: &Shared, rs: &mut ReadState, mode: ReadMode) -> 
             Read::Failed
         }
         Ok(_) => {
+            rs.reads = rs.reads.wrapping_add(1);
             shared
                 .last_read_ms
                 .store(shared.now_ms(), Ordering::Relaxed);
@@ -205,7 +226,7 @@ fn handle(shared: &Shared, rs: &mut ReadState, frame: Value) -> bool {
         shared.caller_inflight.fetch_sub(1, Ordering::Relaxed);
     }
     if done.traffic.can_lead() {
-        shared.returning.fetch_add(1, Ordering::Relaxed);
+        rs.count_returning(&shared.returning);
     }
     done.slot.complete(outcome);
     true
@@ -361,4 +382,34 @@ fn promote(shared: &Shared, rs: &mut ReadState) -> bool {
     }
     let mut pending = shared.pending.lock();
     offer_front(shared, &mut pending)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::connection::transport::ReadHalf;
+    use std::net::{TcpListener, TcpStream};
+
+    #[test]
+    fn only_the_callers_answered_by_the_latest_read_count_as_returning() {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind loopback");
+        let stream = TcpStream::connect(listener.local_addr().expect("addr")).expect("connect");
+        let mut rs = ReadState::new(Decoder::new(), ReadHalf::Plain(stream));
+        let returning = AtomicUsize::new(0);
+        // (reads so far, callers answered, expected count): three answered by one
+        // read count three; one answered by the next read counts one, whether or not
+        // the three came back (they may have gone to another connection).
+        let table = [(1, 3, 3), (2, 1, 1), (2, 1, 2), (5, 1, 1)];
+        for (reads, answered, expected) in table {
+            rs.reads = reads;
+            for _ in 0..answered {
+                rs.count_returning(&returning);
+            }
+            assert_eq!(
+                returning.load(Ordering::Relaxed),
+                expected,
+                "after read {reads}"
+            );
+        }
+    }
 }
