@@ -16,7 +16,7 @@
 //! to be woken for its reply anyway. A request that cannot read for itself, a
 //! half-read frame nobody waits on, or a tick in which nobody read hands the token back
 //! to the thread, so pushes and the close of an idle connection are still seen within
-//! milliseconds.
+//! tens of milliseconds (`read_token::ReclaimTick`).
 //!
 //! Locks, in the only order they are ever nested (a thread holding one never waits for
 //! one above it):
@@ -901,6 +901,7 @@ impl Shared {
     fn wait_stood_down(&self) -> bool {
         let mut q = self.pending.lock();
         let mut seen = q.token.caller_turns();
+        let mut tick = read_token::ReclaimTick::new();
         loop {
             if self.closed.load(Ordering::Acquire) {
                 return false;
@@ -908,10 +909,15 @@ impl Shared {
             if q.token.holder() == read_token::Holder::Thread {
                 return true;
             }
-            if self.reader_wake.wait_for(&mut q, RECLAIM_TICK).timed_out()
-                && q.token.reclaim_unused(seen)
+            if self
+                .reader_wake
+                .wait_for(&mut q, tick.current())
+                .timed_out()
             {
-                return true;
+                if q.token.reclaim_unused(seen) {
+                    return true;
+                }
+                tick.used();
             }
             seen = q.token.caller_turns();
         }
@@ -1037,10 +1043,6 @@ const FEW_IN_FLIGHT: usize = 16;
 const HOLD_FOR: Duration = Duration::from_micros(30);
 /// Lone requests in a row before the reader thread stands down.
 const LONE_STREAK: u32 = 2;
-/// How long a stood-down reader thread leaves the token unused before taking it back.
-/// Measured need: a sequential caller comes back within microseconds; a connection
-/// left idle gets its reader back (pushes, the close) within two ticks.
-const RECLAIM_TICK: Duration = Duration::from_millis(2);
 /// How long a connection goes without traffic before a caller that finds the token
 /// free looks at the socket before sending (see `Shared::look_before_sending`).
 const QUIET_MS: u64 = 1;
