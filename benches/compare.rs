@@ -219,12 +219,15 @@ fn profile() {
         _ => panic!("{usage}"),
     };
     println!(
-        "{side} {threads} threads {}: {} ops in {:.2} s = {} ({} errors)",
+        "{side} {threads} threads {}: {} ops in {:.2} s = {} ({} errors), CPU per call {:.1} µs, \
+         with server {:.1} µs",
         if mixed { "GET/SET" } else { "GET" },
         rate.ops,
         rate.elapsed.as_secs_f64(),
         report::rate(rate.per_sec()),
-        rate.errors
+        rate.errors,
+        rate.cpu_per_call() / 1000.0,
+        rate.machine_cpu_per_call() / 1000.0,
     );
 }
 
