@@ -49,6 +49,7 @@ mod reader;
 pub(crate) mod reply_slot;
 pub(crate) mod tls;
 pub(crate) mod transport;
+mod wake_board;
 mod writer;
 
 use std::collections::VecDeque;
@@ -172,6 +173,8 @@ struct PendingQueue {
     queue: VecDeque<Pending>,
     /// Who reads the replies.
     token: read_token::ReadToken,
+    /// The next request's place (see `wake_board`).
+    next_place: u32,
 }
 
 struct Outgoing {
@@ -195,6 +198,8 @@ pub(crate) struct Shared {
     pending: Mutex<PendingQueue>,
     /// The read token (see `reader`).
     reading: Mutex<reader::ReadState>,
+    /// Where callers sleep for their replies.
+    board: Arc<wake_board::WakeBoard>,
     /// Wakes a stood-down reader thread (used with `pending`).
     reader_wake: Condvar,
     /// Whether a lone caller may read its own reply: not on a subscription connection,
@@ -327,9 +332,11 @@ impl Connection {
             pending: Mutex::new(PendingQueue {
                 queue: VecDeque::with_capacity(64),
                 token: read_token::ReadToken::new(),
+                next_place: 0,
             }),
             reading: Mutex::new(reader::ReadState::new(decoder, read)),
             reader_wake: Condvar::new(),
+            board: Arc::default(),
             direct_ok: !cfg.subscriber,
             closed: AtomicBool::new(false),
             failure: Mutex::new(None),
@@ -386,7 +393,7 @@ impl Connection {
         deadline: Deadline,
         traffic: Traffic,
     ) -> std::result::Result<Outcome, RequestError> {
-        let slot = Arc::new(ReplySlot::for_current_thread());
+        let slot = Arc::new(ReplySlot::on_board(self.shared.board.clone()));
         let company = traffic.is_caller().then(|| self.shared.company.join());
         self.shared.look_before_sending();
         let submitted = self
@@ -404,12 +411,19 @@ impl Connection {
         let mut read = submitted.direct;
         // Spinning for the reply pays when few are in flight (no wake-up, and no
         // futex pair to hand the token over); with many it burns the core the reader
-        // and the server need (measured 7.9 % of the machine at 64 threads).
-        let waiting = if (submitted.alone || self.shared.few_in_flight()) && !submitted.direct {
-            Waiting::SpinFirst
-        } else {
-            Waiting::Park
-        };
+        // and the server need (measured 7.9 % of the machine at 64 threads). Many
+        // counted client-wide too: with 64 callers the connection's own count dips
+        // below the bar each time a read answers most of them, and the first to come
+        // back spun for nothing (0.6 → 0.25 `sched_yield` per call at 64 threads).
+        let crowded = company
+            .as_ref()
+            .is_some_and(|c| c.waiting() > FEW_IN_FLIGHT);
+        let waiting =
+            if (submitted.alone || self.shared.few_in_flight()) && !submitted.direct && !crowded {
+                Waiting::SpinFirst
+            } else {
+                Waiting::Park
+            };
         // Polling the socket pays for a caller alone; with others spinning next to it
         // and the server, or waiting on other connections (lanes), it takes their
         // cores.
@@ -563,6 +577,8 @@ impl Connection {
             // Caller work only: heartbeats and probes never read for themselves.
             pending.lone = alone && can_lead;
             let direct = can_lead && q.token.take_free();
+            pending.slot.set_place(wake_board::Place(q.next_place));
+            q.next_place = q.next_place.wrapping_add(1);
             q.queue.push_back(pending);
             if !direct && q.token.is_free() {
                 // Nobody is reading: the reader thread takes the token back.

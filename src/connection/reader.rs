@@ -36,6 +36,8 @@ pub(crate) struct ReadState {
     /// `Shared::returning` counts.
     reads: u64,
     counted_read: u64,
+    /// Callers answered by this read, woken together when it is handled.
+    wakes: super::wake_board::Wakes,
 }
 
 impl ReadState {
@@ -49,6 +51,7 @@ impl ReadState {
             poll_gate: Gamble::default(),
             reads: 0,
             counted_read: 0,
+            wakes: Default::default(),
         }
     }
 
@@ -96,8 +99,15 @@ fn is_pubsub_array(frame: &Value) -> bool {
     )
 }
 
-/// Handles every complete frame already buffered; `false` when the connection failed.
+/// Handles every complete frame already buffered, then wakes the callers it answered
+/// together (see `wake_board`); `false` when the connection failed.
 pub(super) fn drain(shared: &Shared, rs: &mut ReadState) -> bool {
+    let ok = drain_frames(shared, rs);
+    shared.board.wake(&mut rs.wakes);
+    ok
+}
+
+fn drain_frames(shared: &Shared, rs: &mut ReadState) -> bool {
     loop {
         match rs.decoder.decode() {
             Ok(Some(frame)) => {
@@ -228,7 +238,9 @@ fn handle(shared: &Shared, rs: &mut ReadState, frame: Value) -> bool {
     if done.traffic.can_lead() {
         rs.count_returning(&shared.returning);
     }
-    done.slot.complete(outcome);
+    if let Some(place) = done.slot.complete_deferred(outcome) {
+        rs.wakes.add(place);
+    }
     true
 }
 

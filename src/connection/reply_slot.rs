@@ -1,16 +1,20 @@
 //! A caller's completion slot: where the reader thread leaves the reply (or the error)
 //! and wakes the one thread waiting for it.
 //!
-//! Waking uses `Thread::unpark`, the cheapest wake-up std offers; a caller that gave up
-//! (timed out) marks the slot abandoned and the reader drops the reply when it comes,
-//! so a late reply can never reach another caller.
+//! A slot queued on a connection sleeps on the connection's wake board, so one read's
+//! replies wake their callers together (see `wake_board`); elsewhere, and for slots
+//! nobody blocks on, waking is `Thread::unpark`. A caller that gave up (timed out)
+//! marks the slot abandoned and the reader drops the reply when it comes, so a late
+//! reply can never reach another caller.
 
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
+use std::sync::Arc;
 use std::thread::{self, Thread};
 use std::time::Instant;
 
 use parking_lot::Mutex;
 
+use super::wake_board::{self, Place, WakeBoard};
 use crate::error::Error;
 use crate::resp::Value;
 
@@ -42,7 +46,13 @@ pub(crate) struct ReplySlot {
     lead: std::sync::atomic::AtomicBool,
     outcome: Mutex<Option<Outcome>>,
     waiter: Thread,
+    /// Where the waiter sleeps once queued (`NO_PLACE` before): its connection's
+    /// board, at its place in the FIFO.
+    board: Option<Arc<WakeBoard>>,
+    place: AtomicU64,
 }
+
+const NO_PLACE: u64 = u64::MAX;
 
 /// How a caller waits for its slot.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -69,13 +79,38 @@ impl ReplySlot {
             lead: std::sync::atomic::AtomicBool::new(false),
             outcome: Mutex::new(None),
             waiter: thread::current(),
+            board: None,
+            place: AtomicU64::new(NO_PLACE),
         }
     }
 
-    /// Delivers the outcome; dropped silently when the caller already gave up.
-    pub(crate) fn complete(&self, outcome: Outcome) {
+    /// A slot for the calling thread that sleeps on its connection's `board` once
+    /// queued (where boards are supported; it parks elsewhere).
+    pub(crate) fn on_board(board: Arc<WakeBoard>) -> ReplySlot {
+        ReplySlot {
+            board: wake_board::SUPPORTED.then_some(board),
+            ..ReplySlot::for_current_thread()
+        }
+    }
+
+    /// Its place in the FIFO (set once, under the connection's `pending` lock).
+    pub(crate) fn set_place(&self, place: Place) {
+        self.place.store(u64::from(place.0), Ordering::Release);
+    }
+
+    fn placed(&self) -> Option<(&WakeBoard, Place)> {
+        let board = self.board.as_deref()?;
+        let p = self.place.load(Ordering::Acquire);
+        (p != NO_PLACE).then_some((board, Place(p as u32)))
+    }
+
+    /// Delivers the outcome, leaving a waiter on a board to be woken with the others
+    /// answered by the same read: returns its place (`None`: nobody to wake on a
+    /// board, or a parked waiter already unparked). Dropped silently when the caller
+    /// already gave up.
+    pub(crate) fn complete_deferred(&self, outcome: Outcome) -> Option<Place> {
         if self.state.load(Ordering::Acquire) != WAITING {
-            return;
+            return None;
         }
         *self.outcome.lock() = Some(outcome);
         if self
@@ -83,10 +118,30 @@ impl ReplySlot {
             .compare_exchange(WAITING, DONE, Ordering::AcqRel, Ordering::Acquire)
             .is_ok()
         {
-            self.waiter.unpark();
+            match self.placed() {
+                Some((_, place)) => return Some(place),
+                None => self.waiter.unpark(),
+            }
         } else {
-            // Abandoned between the two checks: nobody will read it.
             self.outcome.lock().take();
+        }
+        None
+    }
+
+    fn wake(&self) {
+        match self.placed() {
+            Some((board, place)) => board.wake_one(place),
+            None => self.waiter.unpark(),
+        }
+    }
+
+    /// Delivers the outcome and wakes the waiter; dropped silently when the caller
+    /// already gave up.
+    pub(crate) fn complete(&self, outcome: Outcome) {
+        if let Some(place) = self.complete_deferred(outcome) {
+            if let Some(board) = &self.board {
+                board.wake_one(place);
+            }
         }
     }
 
@@ -97,7 +152,7 @@ impl ReplySlot {
             return false;
         }
         self.lead.store(true, Ordering::Release);
-        self.waiter.unpark();
+        self.wake();
         true
     }
 
@@ -176,7 +231,13 @@ impl ReplySlot {
             if self.lead.load(Ordering::Acquire) {
                 return Waited::Lead;
             }
-            thread::park_timeout(until - now);
+            match self.placed() {
+                Some((board, place)) => board.sleep(place, until, || {
+                    self.state.load(Ordering::Acquire) != WAITING
+                        || self.lead.load(Ordering::Acquire)
+                }),
+                None => thread::park_timeout(until - now),
+            }
         }
     }
 
