@@ -37,11 +37,6 @@ impl Present<'_> {
     pub(super) fn alone(&self) -> bool {
         self.0.waiting() == 1
     }
-
-    /// Callers of its client waiting now, this one included.
-    pub(super) fn waiting(&self) -> usize {
-        self.0.waiting()
-    }
 }
 
 impl Drop for Present<'_> {
