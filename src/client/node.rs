@@ -14,7 +14,7 @@ use parking_lot::{Condvar, Mutex};
 
 use super::dedicated::DedicatedPool;
 use super::events::{ClientEvent, EventBus};
-use super::lane_rule::takes_a_lane;
+use super::lane_rule::{takes_a_lane, LaneTrial, Regime};
 use super::link::{why_disconnected, Link};
 use super::maintenance::NodeMaintenance;
 use crate::config::{BacklogPolicy, Endpoint};
@@ -24,6 +24,18 @@ use crate::error::{Error, ErrorKind, FailureKind, Result};
 use crate::metrics;
 use crate::pubsub::{Key, MessageKind};
 use crate::resp::{write_arg, write_command_header};
+
+/// Where [`Node::on_a_lane`] left a caller's request.
+enum OnLane {
+    /// Answered (or failed after it may have reached the server) on a lane.
+    Answered(Result<Outcome>),
+    /// To be sent on the shared connection; `Some`: timed from then for the trial.
+    Shared(Option<Instant>),
+}
+
+fn nanos_since(start: Instant) -> u64 {
+    u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX)
+}
 
 pub(crate) struct Node {
     pub(crate) endpoint: Endpoint,
@@ -36,6 +48,8 @@ pub(crate) struct Node {
     pub(crate) blocking: Arc<DedicatedPool>,
     /// Connections beside the interactive one, each taken by one call at a time.
     pub(crate) lanes: Arc<DedicatedPool>,
+    /// Whether a caller the lane rule allows a lane is served faster on one.
+    lane_trial: Mutex<LaneTrial>,
     closed: AtomicBool,
     pub(crate) events: Arc<EventBus<ClientEvent>>,
     /// Maintenance actions (MOVING handoff, MIGRATED check, SMIGRATED slots).
@@ -60,6 +74,7 @@ impl Node {
             backlog_waiting: AtomicUsize::new(0),
             blocking,
             lanes,
+            lane_trial: Mutex::new(LaneTrial::new()),
             closed: AtomicBool::new(false),
             events,
             maintenance,
@@ -220,13 +235,21 @@ impl Node {
                 .with_maintenance(maintenance_in_force(self)));
             }
             if let Some(conn) = self.current() {
-                if let Some(done) = self.on_a_lane(&conn, frame, replies, deadline, traffic) {
-                    return done;
-                }
+                let timed = match self.on_a_lane(&conn, frame, replies, deadline, traffic) {
+                    OnLane::Answered(done) => return done,
+                    OnLane::Shared(timed) => timed,
+                };
                 // The same deadline, fixed at the call's start: the connection relaxes
                 // it from there (re-reading the window as it waits), never from now.
                 match conn.request(frame, replies, deadline, traffic) {
-                    Ok(outcome) => return Ok(outcome),
+                    Ok(outcome) => {
+                        if let Some(sent) = timed {
+                            self.lane_trial
+                                .lock()
+                                .record(Regime::Shared, nanos_since(sent));
+                        }
+                        return Ok(outcome);
+                    }
                     Err(RequestError::Failed(e)) => return Err(e),
                     // A handoff replaced it while we were sending (it refuses new
                     // requests but is not closed): go to the new one, also under
@@ -247,9 +270,11 @@ impl Node {
     }
 
     /// Sends a caller's request on an idle lane when the interactive connection `conn`
-    /// already carries another caller's and the rule says so ([`takes_a_lane`]): then
-    /// both read their own replies instead of one waiting on the other. `None`: send
-    /// it on `conn` (no lane idle, or the lane closed before the request reached it).
+    /// already carries another caller's, the rule allows it ([`takes_a_lane`]) and the
+    /// trial found a lane faster here ([`LaneTrial`]): then both read their own replies
+    /// instead of one reading for the other. Otherwise the request goes on `conn` (no
+    /// lane idle, the lane closed before the request reached it, or the pair is faster
+    /// together), timed when the trial asked for it.
     fn on_a_lane(
         &self,
         conn: &Arc<Connection>,
@@ -257,21 +282,32 @@ impl Node {
         replies: usize,
         deadline: Deadline,
         traffic: Traffic,
-    ) -> Option<Result<Outcome>> {
+    ) -> OnLane {
         let others = self.interactive.config.company.waiting();
         if !traffic.is_caller() || !takes_a_lane(conn.caller_inflight(), others, self.lanes.bound())
         {
-            return None;
+            return OnLane::Shared(None);
         }
-        let lane = self.lanes.try_lease()?;
+        let sent = Instant::now();
+        if self.lane_trial.lock().choose() == Regime::Shared {
+            return OnLane::Shared(Some(sent));
+        }
+        let Some(lane) = self.lanes.try_lease() else {
+            return OnLane::Shared(None);
+        };
         let result = lane.request(frame, replies, deadline, traffic);
+        if result.is_ok() {
+            self.lane_trial
+                .lock()
+                .record(Regime::Lane, nanos_since(sent));
+        }
         // The node's breaker sees every call, whichever connection carried it.
         conn.observe(&result);
         self.lanes.end_call(lane, &result);
         match result {
-            Ok(outcome) => Some(Ok(outcome)),
-            Err(RequestError::Failed(e)) => Some(Err(e)),
-            Err(RequestError::Unsent(_)) => None,
+            Ok(outcome) => OnLane::Answered(Ok(outcome)),
+            Err(RequestError::Failed(e)) => OnLane::Answered(Err(e)),
+            Err(RequestError::Unsent(_)) => OnLane::Shared(None),
         }
     }
 
