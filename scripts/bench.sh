@@ -4,7 +4,7 @@
 # the benches in release, counts the codec's instructions under callgrind (P9), then
 # runs benches/compare.rs (P1-P5, reference figures, growth) and prints one table.
 #
-#   ./scripts/bench.sh                 # the full run (about 3 minutes)
+#   ./scripts/bench.sh                 # the full run (about 5 minutes)
 #   BENCH_QUICK=1 ./scripts/bench.sh   # short windows: a smoke run, not for the record
 #   ./scripts/bench.sh p1 p9 sizes     # only these workloads
 #                                      # (p1 p2 p3 p4 p5 p9 ref threads sizes)

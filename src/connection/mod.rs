@@ -18,6 +18,12 @@
 //! to the thread, so pushes and the close of an idle connection are still seen within
 //! tens of milliseconds (`read_token::ReclaimTick`).
 //!
+//! Who wakes: a caller waiting for its reply spins, then yields, then sleeps; whoever
+//! reads marks the replies of one read done and then wakes every sleeping caller they
+//! answered at once (`wake_board`, one futex call per 32 places on Linux, an unpark
+//! each elsewhere), so a woken caller does not take the reader's core between two
+//! replies of the same read.
+//!
 //! Locks, in the only order they are ever nested (a thread holding one never waits for
 //! one above it):
 //!
