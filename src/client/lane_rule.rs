@@ -10,6 +10,11 @@
 //! several calls), and taking a lane would split a cohort into round trips of one
 //! (measured at 4 threads: 0.94× against 1.39×). See `docs/performance.md`.
 
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
+
 /// Whether a caller's request goes on a lane: the shared connection already carries
 /// `shared_callers` callers' requests, `others_waiting` callers of the process wait
 /// for a reply on any connection, and the node has `lanes` lanes.
@@ -30,131 +35,166 @@ pub(crate) enum Regime {
     Shared,
 }
 
-/// Learns, per server, which regime serves a caller the rule allows a lane faster, by
-/// timing such calls in each in turn.
+/// Learns, per server, which regime serves callers faster while the lane rule can
+/// apply (every caller could be alone on a connection), by timing their calls under
+/// each in turn.
 ///
-/// Which wins depends on the machine, not on the code: where waking an idle core is
-/// cheap, two callers each blocking on a connection of their own match a connection
-/// per thread and beat one waiting on the other (1.04× redis-rs against 0.72× on one
-/// connection, measured when lanes came in); where it is dear (a VM whose idle vCPU
-/// takes tens of microseconds to wake), the pair on one connection, one spinning while
-/// the other reads, does twice the calls of two blocking callers (1.93× redis-rs
-/// against 1.00×, at 1.15× against 1.02× its CPU per call, on the machine of this
-/// stop). A fixed choice loses by half on one machine or the other; timing both
-/// costs a few dozen calls in the slower one every few thousand.
+/// Which wins depends on the machine and the network, not on the code: where waking
+/// an idle core is cheap, or the server is a network round trip away, two callers
+/// each blocking on a connection of their own match a connection per thread and beat
+/// one waiting on the other (1.04× redis-rs against 0.72× on one connection, measured
+/// when lanes came in), and a spinning partner would burn a core for a whole round
+/// trip; where waking is dear (a VM whose idle vCPU takes tens of microseconds to
+/// wake) and the server is near, the pair on one connection, one spinning while the
+/// other reads, does nearly twice the calls of two blocking callers (1.71–1.79×
+/// redis-rs against 0.97×, interleaved, on the machine of the stop that wrote this).
+///
+/// Every caller call made while the rule can apply is timed under the regime in
+/// force, not only those the rule sent to a lane: with two callers, one is always
+/// alone on the shared connection, and in a pair it holds its frame for the other,
+/// so the regime's throughput is in the mean of both. Each turn lasts some 150 ms
+/// and the winner serves the next 200,000 such calls, so the turn in the slower
+/// regime costs a few per cent at most.
 #[derive(Debug)]
 pub(crate) struct LaneTrial {
-    phase: Phase,
+    /// `SETTLED_*` with the allowed calls left, or the regime being timed.
+    state: AtomicU32,
+    turn: Mutex<Turn>,
 }
 
-#[derive(Debug, Clone, Copy)]
-enum Phase {
-    /// Timing calls in `regime`; `lane_mean` is the lane's result once it has one.
-    Timing {
-        regime: Regime,
-        warm: u32,
-        total: u64,
-        timed: u32,
-        lane_mean: Option<u64>,
-    },
-    /// Sending every allowed call to `winner` for `left` more calls.
-    Settled { winner: Regime, left: u32 },
+/// The turn being timed (or armed for the next one while settled).
+#[derive(Debug)]
+struct Turn {
+    regime: Regime,
+    /// When its first call was reported.
+    began: Option<Instant>,
+    /// Calls timed (after the warm-up) and their total, in nanoseconds.
+    calls: u64,
+    total: u64,
+    /// The lane's mean, in the shared connection's turn.
+    lane: Option<u64>,
 }
+
+impl Turn {
+    fn new(regime: Regime, lane: Option<u64>) -> Turn {
+        Turn {
+            regime,
+            began: None,
+            calls: 0,
+            total: 0,
+            lane,
+        }
+    }
+}
+
+/// `state`: timing the lane, timing the shared connection, or settled on one of them
+/// (the high bits count the allowed calls left).
+const TIMING_LANE: u32 = 0;
+const TIMING_SHARED: u32 = 1;
+const SETTLED_LANE: u32 = 2;
+const SETTLED_SHARED: u32 = 3;
+const KIND: u32 = 0b11;
 
 impl LaneTrial {
-    /// Calls at the start of each regime's turn that are not timed: the lane may
-    /// still be opening and the pair settling into its rhythm.
-    const WARM: u32 = 8;
-    /// Calls timed in each regime.
-    const TIMED: u32 = 32;
+    /// How long each regime's turn runs before its calls are timed. Long, because
+    /// what is measured has a memory: a VM's idle vCPUs poll before they halt for as
+    /// long as recent wake-ups made that pay, so two blocking callers right after a
+    /// spell of the pair wake fast (32–46 µs a call, timed over 1,500 calls) and
+    /// slow down only later (70 µs, steady).
+    const WARM_FOR: Duration = Duration::from_millis(60);
+    /// How long each regime's calls are timed (at least `MIN_CALLS` of them).
+    const TIME_FOR: Duration = Duration::from_millis(90);
+    const MIN_CALLS: u64 = 64;
     /// Allowed calls sent to the winner before both are timed again (a machine's
-    /// load changes).
-    const SETTLED: u32 = 4096;
+    /// load changes): seconds at the rates where the choice matters, so the turn in
+    /// the slower regime costs a few per cent at most.
+    const SETTLED: u32 = 200_000;
     /// How much faster the shared connection must be to win: its reader's partner
     /// spins, which costs CPU a blocking caller does not spend.
     const SHARED_MARGIN_PERCENT: u64 = 10;
 
     pub(crate) fn new() -> LaneTrial {
         LaneTrial {
-            phase: Self::timing(Regime::Lane, None),
+            state: AtomicU32::new(TIMING_LANE),
+            turn: Mutex::new(Turn::new(Regime::Lane, None)),
         }
     }
 
-    fn timing(regime: Regime, lane_mean: Option<u64>) -> Phase {
-        Phase::Timing {
-            regime,
-            warm: 0,
-            total: 0,
-            timed: 0,
-            lane_mean,
+    /// The regime being timed, if any (calls are then timed and reported).
+    pub(crate) fn timing(&self) -> Option<Regime> {
+        match self.state.load(Ordering::Acquire) & KIND {
+            TIMING_LANE => Some(Regime::Lane),
+            TIMING_SHARED => Some(Regime::Shared),
+            _ => None,
         }
     }
 
     /// Where to send a call the rule allows a lane.
-    pub(crate) fn choose(&mut self) -> Regime {
-        match &mut self.phase {
-            Phase::Timing { regime, .. } => *regime,
-            Phase::Settled { winner, left } => {
-                let winner = *winner;
-                *left = left.saturating_sub(1);
-                if *left == 0 {
-                    self.phase = Self::timing(Regime::Lane, None);
-                }
-                winner
-            }
+    pub(crate) fn choose(&self) -> Regime {
+        // Settled: count the call; the last one starts the next trial (its first
+        // turn was armed when the trial settled).
+        let counted = self
+            .state
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |s| match s & KIND {
+                TIMING_LANE | TIMING_SHARED => None,
+                _ if s >> 2 <= 1 => Some(TIMING_LANE),
+                _ => Some(s - (1 << 2)),
+            });
+        match counted.unwrap_or_else(|s| s) & KIND {
+            TIMING_LANE | SETTLED_LANE => Regime::Lane,
+            _ => Regime::Shared,
         }
     }
 
-    /// A call sent to `regime` was answered after `nanos`. Calls of the other regime
-    /// than the one being timed (sent before the turn changed), and calls that fell
-    /// back to the shared connection because no lane was idle, are not counted:
-    /// report only calls that went where `choose` said.
-    pub(crate) fn record(&mut self, regime: Regime, nanos: u64) {
-        let Phase::Timing {
-            regime: timing,
-            warm,
-            total,
-            timed,
-            lane_mean,
-        } = &mut self.phase
-        else {
+    /// A call made while `regime` was being timed was answered after `took`, at
+    /// `now` (ignored when the turn has changed since, or when another caller is
+    /// reporting at this moment).
+    pub(crate) fn record(&self, regime: Regime, took: Duration, now: Instant) {
+        let Some(mut turn) = self.turn.try_lock() else {
             return;
         };
-        if *timing != regime {
+        if self.timing() != Some(regime) || turn.regime != regime {
             return;
         }
-        if *warm < Self::WARM {
-            *warm += 1;
+        let age = now.saturating_duration_since(*turn.began.get_or_insert(now));
+        if age < Self::WARM_FOR {
             return;
         }
-        *total = total.saturating_add(nanos);
-        *timed += 1;
-        if *timed < Self::TIMED {
+        turn.calls += 1;
+        turn.total = turn
+            .total
+            .saturating_add(u64::try_from(took.as_nanos()).unwrap_or(u64::MAX));
+        if age < Self::WARM_FOR + Self::TIME_FOR || turn.calls < Self::MIN_CALLS {
             return;
         }
-        let mean = *total / u64::from(*timed);
-        self.phase = match (regime, *lane_mean) {
-            (Regime::Lane, _) => Self::timing(Regime::Shared, Some(mean)),
-            (Regime::Shared, Some(lane)) => {
-                let shared_wins = mean.saturating_mul(100 + Self::SHARED_MARGIN_PERCENT)
-                    < lane.saturating_mul(100);
-                Phase::Settled {
-                    winner: if shared_wins {
-                        Regime::Shared
-                    } else {
-                        Regime::Lane
-                    },
-                    left: Self::SETTLED,
-                }
+        let mean = turn.total / turn.calls;
+        match (regime, turn.lane) {
+            (Regime::Lane, _) => {
+                *turn = Turn::new(Regime::Shared, Some(mean));
+                self.state.store(TIMING_SHARED, Ordering::Release);
             }
-            (Regime::Shared, None) => Self::timing(Regime::Lane, None),
-        };
+            (Regime::Shared, lane) => {
+                let shared_wins = lane.is_some_and(|lane| {
+                    mean.saturating_mul(100 + Self::SHARED_MARGIN_PERCENT)
+                        < lane.saturating_mul(100)
+                });
+                *turn = Turn::new(Regime::Lane, None);
+                let kind = if shared_wins {
+                    SETTLED_SHARED
+                } else {
+                    SETTLED_LANE
+                };
+                self.state
+                    .store(kind | (Self::SETTLED << 2), Ordering::Release);
+            }
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::{takes_a_lane, LaneTrial, Regime};
+    use std::time::{Duration, Instant};
 
     #[test]
     fn a_lane_is_taken_only_while_every_caller_can_be_alone_on_a_connection() {
@@ -179,20 +219,56 @@ mod tests {
         }
     }
 
-    /// Feeds the trial `calls` calls, each answered after what `took` says for the
-    /// regime it was sent to; returns the regimes chosen.
-    fn run(trial: &mut LaneTrial, calls: u32, took: impl Fn(Regime) -> u64) -> Vec<Regime> {
-        (0..calls)
-            .map(|_| {
-                let r = trial.choose();
-                trial.record(r, took(r));
-                r
-            })
-            .collect()
+    /// A clock the calls move: each takes what `took` says for its regime.
+    struct Sim {
+        trial: LaneTrial,
+        now: Instant,
     }
 
-    fn turn() -> u32 {
-        LaneTrial::WARM + LaneTrial::TIMED
+    impl Sim {
+        fn new() -> Sim {
+            Sim {
+                trial: LaneTrial::new(),
+                now: Instant::now(),
+            }
+        }
+
+        /// Calls one after another for `span` of the simulated clock; returns the
+        /// regimes chosen.
+        fn run(&mut self, span: Duration, took: impl Fn(Regime) -> Duration) -> Vec<Regime> {
+            let until = self.now + span;
+            let mut chosen = Vec::new();
+            while self.now < until {
+                let r = self.trial.choose();
+                let timed = self.trial.timing();
+                self.now += took(r);
+                if let Some(timed) = timed {
+                    self.trial.record(timed, took(r), self.now);
+                }
+                chosen.push(r);
+            }
+            chosen
+        }
+    }
+
+    impl Sim {
+        /// Calls until the turn being timed ends.
+        fn run_turn(&mut self, took: impl Fn(Regime) -> Duration) -> Vec<Regime> {
+            let timing = self.trial.timing();
+            let mut chosen = Vec::new();
+            while self.trial.timing() == timing && chosen.len() < 1_000_000 {
+                chosen.extend(self.run(Duration::from_nanos(1), &took));
+            }
+            chosen
+        }
+    }
+
+    fn turn() -> Duration {
+        LaneTrial::WARM_FOR + LaneTrial::TIME_FOR
+    }
+
+    fn micros(lane: u64, shared: u64) -> impl Fn(Regime) -> Duration {
+        move |r| Duration::from_micros(if r == Regime::Lane { lane } else { shared })
     }
 
     #[test]
@@ -205,42 +281,59 @@ mod tests {
             (50, 45, Regime::Shared),
         ];
         for (lane, shared, winner) in table {
-            let mut trial = LaneTrial::new();
-            let took = |r| if r == Regime::Lane { lane } else { shared } * 1_000;
-            let timing = run(&mut trial, 2 * turn(), took);
-            assert!(timing[..turn() as usize].iter().all(|r| *r == Regime::Lane));
-            assert!(timing[turn() as usize..]
-                .iter()
-                .all(|r| *r == Regime::Shared));
-            let settled = run(&mut trial, LaneTrial::SETTLED, took);
+            let mut sim = Sim::new();
+            let took = micros(lane, shared);
+            let first = sim.run_turn(&took);
+            assert!(first.iter().all(|r| *r == Regime::Lane));
+            assert_eq!(sim.trial.timing(), Some(Regime::Shared));
+            let second = sim.run_turn(&took);
+            assert!(second.iter().all(|r| *r == Regime::Shared));
+            assert_eq!(sim.trial.timing(), None, "settled");
+            let settled: Vec<Regime> = (0..LaneTrial::SETTLED)
+                .map(|_| sim.trial.choose())
+                .collect();
             assert!(
                 settled.iter().all(|r| *r == winner),
                 "lane {lane} µs, shared {shared} µs"
             );
-            // Then both are timed again.
-            assert_eq!(run(&mut trial, 1, took), [Regime::Lane]);
+            // Then both are timed again, the lane first.
+            assert_eq!(sim.trial.timing(), Some(Regime::Lane));
+            assert_eq!(sim.trial.choose(), Regime::Lane);
         }
     }
 
     #[test]
-    fn only_calls_that_went_where_the_trial_said_are_timed() {
-        let mut trial = LaneTrial::new();
-        // Lane turn: calls that fell back to the shared connection (no idle lane)
-        // are reported as shared and ignored, however slow.
-        for _ in 0..1_000 {
-            assert_eq!(trial.choose(), Regime::Lane);
-            trial.record(Regime::Shared, 1_000_000_000);
+    fn calls_in_a_turn_s_warm_up_or_under_the_other_regime_do_not_count() {
+        let mut sim = Sim::new();
+        // Lane turn: the warm-up's calls are slow (the lane opening), and calls
+        // begun under the shared connection report late; neither counts.
+        let slow = Duration::from_millis(5);
+        let start = sim.now;
+        sim.trial
+            .record(Regime::Lane, Duration::from_micros(50), start);
+        sim.trial
+            .record(Regime::Lane, slow, start + LaneTrial::WARM_FOR / 2);
+        sim.now = start + LaneTrial::WARM_FOR;
+        for _ in 0..10 {
+            sim.trial
+                .record(Regime::Shared, Duration::from_secs(1), sim.now);
         }
-        assert_eq!(trial.choose(), Regime::Lane, "still timing the lane");
-        // The warm-up calls are not timed: slow ones there change nothing.
-        for _ in 0..LaneTrial::WARM {
-            trial.record(Regime::Lane, 1_000_000_000);
-        }
-        run(&mut trial, LaneTrial::TIMED, |_| 50_000);
-        for _ in 0..LaneTrial::WARM {
-            trial.record(Regime::Shared, 1_000_000_000);
-        }
-        run(&mut trial, LaneTrial::TIMED, |_| 20_000);
-        assert_eq!(trial.choose(), Regime::Shared);
+        sim.run(LaneTrial::TIME_FOR, micros(50, 50));
+        assert_eq!(sim.trial.timing(), Some(Regime::Shared));
+        sim.run_turn(micros(50, 20));
+        assert_eq!(sim.trial.choose(), Regime::Shared);
+    }
+
+    #[test]
+    fn a_turn_times_at_least_its_minimum_of_calls_on_a_slow_server() {
+        let mut sim = Sim::new();
+        // 10 ms a call: the turn's time is up long before it has timed enough.
+        sim.run(turn() * 3, micros(10_000, 10_000));
+        assert_eq!(sim.trial.timing(), Some(Regime::Lane));
+        sim.run(
+            Duration::from_millis(10) * LaneTrial::MIN_CALLS as u32,
+            micros(10_000, 10_000),
+        );
+        assert_eq!(sim.trial.timing(), Some(Regime::Shared));
     }
 }

@@ -29,12 +29,9 @@ use crate::resp::{write_arg, write_command_header};
 enum OnLane {
     /// Answered (or failed after it may have reached the server) on a lane.
     Answered(Result<Outcome>),
-    /// To be sent on the shared connection; `Some`: timed from then for the trial.
-    Shared(Option<Instant>),
-}
-
-fn nanos_since(start: Instant) -> u64 {
-    u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX)
+    /// To be sent on the shared connection; `Some`: timed from then for the trial,
+    /// under the regime it was timing.
+    Shared(Option<(Regime, Instant)>),
 }
 
 pub(crate) struct Node {
@@ -49,7 +46,7 @@ pub(crate) struct Node {
     /// Connections beside the interactive one, each taken by one call at a time.
     pub(crate) lanes: Arc<DedicatedPool>,
     /// Whether a caller the lane rule allows a lane is served faster on one.
-    lane_trial: Mutex<LaneTrial>,
+    lane_trial: LaneTrial,
     closed: AtomicBool,
     pub(crate) events: Arc<EventBus<ClientEvent>>,
     /// Maintenance actions (MOVING handoff, MIGRATED check, SMIGRATED slots).
@@ -74,7 +71,7 @@ impl Node {
             backlog_waiting: AtomicUsize::new(0),
             blocking,
             lanes,
-            lane_trial: Mutex::new(LaneTrial::new()),
+            lane_trial: LaneTrial::new(),
             closed: AtomicBool::new(false),
             events,
             maintenance,
@@ -243,10 +240,8 @@ impl Node {
                 // it from there (re-reading the window as it waits), never from now.
                 match conn.request(frame, replies, deadline, traffic) {
                     Ok(outcome) => {
-                        if let Some(sent) = timed {
-                            self.lane_trial
-                                .lock()
-                                .record(Regime::Shared, nanos_since(sent));
+                        if let Some(timed) = timed {
+                            self.record_trial(timed);
                         }
                         return Ok(outcome);
                     }
@@ -274,7 +269,7 @@ impl Node {
     /// trial found a lane faster here ([`LaneTrial`]): then both read their own replies
     /// instead of one reading for the other. Otherwise the request goes on `conn` (no
     /// lane idle, the lane closed before the request reached it, or the pair is faster
-    /// together), timed when the trial asked for it.
+    /// together), timed when the trial is timing.
     fn on_a_lane(
         &self,
         conn: &Arc<Connection>,
@@ -284,22 +279,27 @@ impl Node {
         traffic: Traffic,
     ) -> OnLane {
         let others = self.interactive.config.company.waiting();
-        if !traffic.is_caller() || !takes_a_lane(conn.caller_inflight(), others, self.lanes.bound())
-        {
+        let lanes = self.lanes.bound();
+        // Where the rule can apply: a caller, and every caller could be alone.
+        if !traffic.is_caller() || !takes_a_lane(1, others, lanes) {
             return OnLane::Shared(None);
         }
-        let sent = Instant::now();
-        if self.lane_trial.lock().choose() == Regime::Shared {
-            return OnLane::Shared(Some(sent));
-        }
-        let Some(lane) = self.lanes.try_lease() else {
-            return OnLane::Shared(None);
+        let timed = self.lane_trial.timing().map(|r| (r, Instant::now()));
+        let regime = if takes_a_lane(conn.caller_inflight(), others, lanes) {
+            self.lane_trial.choose()
+        } else {
+            Regime::Shared
+        };
+        let lane = match regime {
+            Regime::Lane => self.lanes.try_lease(),
+            Regime::Shared => None,
+        };
+        let Some(lane) = lane else {
+            return OnLane::Shared(timed);
         };
         let result = lane.request(frame, replies, deadline, traffic);
-        if result.is_ok() {
-            self.lane_trial
-                .lock()
-                .record(Regime::Lane, nanos_since(sent));
+        if let (Ok(_), Some(timed)) = (&result, timed) {
+            self.record_trial(timed);
         }
         // The node's breaker sees every call, whichever connection carried it.
         conn.observe(&result);
@@ -309,6 +309,13 @@ impl Node {
             Err(RequestError::Failed(e)) => OnLane::Answered(Err(e)),
             Err(RequestError::Unsent(_)) => OnLane::Shared(None),
         }
+    }
+
+    /// A call timed for the lane trial was answered.
+    fn record_trial(&self, (regime, sent): (Regime, Instant)) {
+        let now = Instant::now();
+        self.lane_trial
+            .record(regime, now.saturating_duration_since(sent), now);
     }
 
     /// Wakes the callers waiting in the backlog to ask again whether they still belong
