@@ -851,8 +851,8 @@ impl Shared {
     /// Counted on the connection and client-wide: with 64 callers the connection's
     /// own count dips below the bar each time a read answers most of them, and the
     /// first callers back then wrote, held and spun as if alone, taking the cores
-    /// the others' replies needed (64 threads, interleaved: 151k → 192k calls/s,
-    /// 0.24 → 0.05 `sched_yield` per call).
+    /// the others' replies needed (64 threads, interleaved medians: 174k → 183k
+    /// calls/s, 0.24 → 0.05 `sched_yield` per call).
     fn few_in_flight(&self) -> bool {
         self.caller_inflight.load(Ordering::Relaxed) <= FEW_IN_FLIGHT
             && self.company.waiting() <= FEW_IN_FLIGHT

@@ -123,6 +123,7 @@ impl ReplySlot {
                 None => self.waiter.unpark(),
             }
         } else {
+            // Abandoned between the two checks: nobody will read it.
             self.outcome.lock().take();
         }
         None
