@@ -195,6 +195,19 @@ mod tests {
             .zip(&flags)
             .map(|(p, f)| sleeper(&board, *p, f))
             .collect();
+        // All asleep (or about to be) before the wake, so it is the wake that ends
+        // their sleep, not a look at their flags.
+        let until = Instant::now() + Duration::from_secs(10);
+        let asleep = || -> u32 {
+            board
+                .words
+                .iter()
+                .map(|w| w.sleepers.load(Ordering::SeqCst))
+                .sum()
+        };
+        while asleep() < places.len() as u32 && Instant::now() < until {
+            std::thread::yield_now();
+        }
         let mut wakes = Wakes::default();
         for (p, f) in places.iter().zip(&flags) {
             f.store(true, Ordering::Release);
@@ -230,33 +243,60 @@ mod tests {
     }
 
     #[test]
-    fn no_wake_is_lost_between_a_waiter_s_last_look_and_its_sleep() {
-        // Ping-pong on one place: every round the waker completes and wakes right
-        // as the sleeper takes its ticket or enters the kernel. A lost wake would
-        // leave the sleeper until its deadline.
+    fn a_wake_between_a_waiter_s_last_look_and_its_sleep_is_not_lost() {
+        // The completion and its wake land exactly there: inside the last look,
+        // after the ticket was taken. The sleep must end at once, not at the
+        // deadline.
+        let board = WakeBoard::default();
+        let start = Instant::now();
+        board.sleep(Place(5), start + Duration::from_secs(20), || {
+            board.wake_one(Place(5));
+            false
+        });
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "slept through it"
+        );
+    }
+
+    #[test]
+    fn wakes_reach_a_sleeper_round_after_round() {
+        // Ping-pong on one place: each round the waker completes and wakes, sometimes
+        // as the sleeper takes its ticket, sometimes once it is in the kernel. A lost
+        // wake would leave the sleeper (and the waker waiting for its answer) until
+        // the deadline.
+        use std::sync::atomic::AtomicU32;
         let board = Arc::new(WakeBoard::default());
-        let turn = Arc::new(std::sync::atomic::AtomicU32::new(0));
+        let turn = Arc::new(AtomicU32::new(0));
+        let answered = Arc::new(AtomicU32::new(0));
         let rounds = 2_000;
-        let (b, t) = (board.clone(), turn.clone());
+        let (b, t, a) = (board.clone(), turn.clone(), answered.clone());
         let sleeper = std::thread::spawn(move || {
-            let mut timeouts = 0;
             for round in 0..rounds {
                 let until = Instant::now() + Duration::from_secs(10);
-                while t.load(Ordering::Acquire) <= round {
-                    if Instant::now() >= until {
-                        timeouts += 1;
-                        break;
-                    }
+                while t.load(Ordering::Acquire) <= round && Instant::now() < until {
                     b.sleep(Place(9), until, || t.load(Ordering::Acquire) > round);
                 }
+                a.store(round + 1, Ordering::Release);
             }
-            timeouts
         });
-        for _ in 0..rounds {
-            turn.fetch_add(1, Ordering::AcqRel);
+        let mut lost = 0;
+        for round in 0..rounds {
+            for _ in 0..round % 4 {
+                std::thread::yield_now();
+            }
+            turn.store(round + 1, Ordering::Release);
             board.wake_one(Place(9));
-            std::thread::yield_now();
+            let until = Instant::now() + Duration::from_secs(5);
+            while answered.load(Ordering::Acquire) <= round {
+                if Instant::now() >= until {
+                    lost += 1;
+                    break;
+                }
+                std::thread::yield_now();
+            }
         }
-        assert_eq!(sleeper.join().expect("sleeper"), 0, "wakes lost");
+        sleeper.join().expect("sleeper");
+        assert_eq!(lost, 0, "wakes lost");
     }
 }
