@@ -220,7 +220,7 @@ fn profile() {
     };
     println!(
         "{side} {threads} threads {}: {} ops in {:.2} s = {} ({} errors), CPU per call {:.1} µs, \
-         with server {:.1} µs",
+         with server {:.1} µs; machine idle {:.0} %, stolen {:.0} %",
         if mixed { "GET/SET" } else { "GET" },
         rate.ops,
         rate.elapsed.as_secs_f64(),
@@ -228,6 +228,8 @@ fn profile() {
         rate.errors,
         rate.cpu_per_call() / 1000.0,
         rate.machine_cpu_per_call() / 1000.0,
+        rate.machine.idle * 100.0,
+        rate.machine.steal * 100.0,
     );
 }
 

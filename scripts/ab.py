@@ -15,7 +15,9 @@ are over rounds. Example:
         pair=/tmp/bin/main:BENCH_OURS_OPTIONS=lanes=0
 
 The numbers are what `compare profile` prints: calls/s, the client's CPU per call
-(user + system time of the whole process) and the machine's (with the server's).
+(user + system time of the whole process), the machine's (with the server's), and the
+shares of the machine's CPU time left idle (bubbles in the pipeline) and stolen by the
+hypervisor (a noisy VM: compare rounds, not runs far apart).
 """
 import os
 import re
@@ -43,7 +45,10 @@ def run(binary, side, threads, seconds, env):
     if not m:
         sys.exit(f"unexpected output from {binary}: {out!r}")
     scale = {"k": 1e3, "M": 1e6, None: 1}[m.group(2)]
-    return float(m.group(1)) * scale, float(m.group(3)), float(m.group(4))
+    # Idle and stolen shares of the machine (older binaries do not print them).
+    shares = re.search(r"machine idle ([0-9.]+) %, stolen ([0-9.]+) %", out)
+    idle, stolen = (float(shares.group(1)), float(shares.group(2))) if shares else (0.0, 0.0)
+    return float(m.group(1)) * scale, float(m.group(3)), float(m.group(4)), idle, stolen
 
 
 def main():
@@ -59,12 +64,15 @@ def main():
     theirs = results.get("rr")
     for label, _, _ in specs:
         rows = results[label]
-        line = "%-10s %s threads: %.1fk calls/s [%s], CPU per call %.1f µs, with server %.1f µs" % (
+        line = ("%-10s %s threads: %.1fk calls/s [%s], CPU per call %.1f µs, with server %.1f µs, "
+                "machine idle %.0f %%, stolen %.0f %%") % (
             label, threads,
             st.median(r[0] for r in rows) / 1e3,
             " ".join("%.0f" % (r[0] / 1e3) for r in rows),
             st.median(r[1] for r in rows),
             st.median(r[2] for r in rows),
+            st.median(r[3] for r in rows),
+            st.median(r[4] for r in rows),
         )
         if theirs and label != "rr":
             ratios = [a[0] / b[0] for a, b in zip(rows, theirs)]

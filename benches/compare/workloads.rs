@@ -92,6 +92,51 @@ pub struct Rate {
     /// User + system time of the bench's `redis-server` over the window (zero when
     /// unknown, see [`watch_server`]).
     pub server_cpu: Duration,
+    /// What the machine's CPUs did over the window (zero where unknown).
+    pub machine: MachineShares,
+}
+
+/// Shares (0.0-1.0) of the machine's CPU time over a window that were idle (no
+/// runnable thread: a pipeline with bubbles leaves cores idle) and stolen (the
+/// hypervisor ran someone else: a noisy VM, whatever the client does).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct MachineShares {
+    pub idle: f64,
+    pub steal: f64,
+}
+
+/// The first line of `/proc/stat`: (total, idle + iowait, steal) ticks of all CPUs
+/// (Linux; zeros where it cannot be read).
+fn machine_ticks() -> (u64, u64, u64) {
+    let Ok(stat) = std::fs::read_to_string("/proc/stat") else {
+        return (0, 0, 0);
+    };
+    let fields: Vec<u64> = stat
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .split_whitespace()
+        .skip(1)
+        .take(8)
+        .filter_map(|f| f.parse().ok())
+        .collect();
+    let at = |i: usize| fields.get(i).copied().unwrap_or(0);
+    // user nice system idle iowait irq softirq steal
+    (fields.iter().sum(), at(3) + at(4), at(7))
+}
+
+impl MachineShares {
+    /// The shares between two `machine_ticks` readings.
+    fn between(before: (u64, u64, u64), after: (u64, u64, u64)) -> MachineShares {
+        let total = after.0.saturating_sub(before.0);
+        if total == 0 {
+            return MachineShares::default();
+        }
+        MachineShares {
+            idle: after.1.saturating_sub(before.1) as f64 / total as f64,
+            steal: after.2.saturating_sub(before.2) as f64 / total as f64,
+        }
+    }
 }
 
 impl Rate {
@@ -250,6 +295,7 @@ fn run_mixed<S: Send>(
         let start = Instant::now();
         let cpu_start = process_cpu();
         let server_start = server_cpu();
+        let machine_start = machine_ticks();
         std::thread::sleep(dur);
         stop.store(true, Ordering::Relaxed);
         let mut rate = Rate {
@@ -258,6 +304,7 @@ fn run_mixed<S: Send>(
             elapsed: Duration::ZERO,
             cpu: Duration::ZERO,
             server_cpu: Duration::ZERO,
+            machine: MachineShares::default(),
         };
         for w in workers {
             let (ops, errors) = w.join().expect("a bench thread panicked");
@@ -269,6 +316,7 @@ fn run_mixed<S: Send>(
         rate.elapsed = start.elapsed();
         rate.cpu = process_cpu().saturating_sub(cpu_start);
         rate.server_cpu = server_cpu().saturating_sub(server_start);
+        rate.machine = MachineShares::between(machine_start, machine_ticks());
         rate
     })
 }
