@@ -17,6 +17,9 @@
 //! The machine has 2 cores shared by client and server, so every comparison is run
 //! interleaved (ours, theirs, ours, theirs…) after a warm-up, and medians are taken.
 
+/// The machine's idle and stolen CPU time, shared with the integration tests.
+#[path = "../tests/support/machine.rs"]
+mod machine;
 #[path = "compare/report.rs"]
 mod report;
 #[path = "compare/server.rs"]

@@ -13,6 +13,8 @@ use std::time::{Duration, Instant};
 
 use resilient_redis::{Client, Database, StringCommands};
 
+use crate::machine::CpuTicks;
+
 /// Keys the throughput workloads cycle through, all holding `value` beforehand.
 pub struct Keys {
     pub names: Vec<String>,
@@ -105,37 +107,10 @@ pub struct MachineShares {
     pub steal: f64,
 }
 
-/// The first line of `/proc/stat`: (total, idle + iowait, steal) ticks of all CPUs
-/// (Linux; zeros where it cannot be read).
-fn machine_ticks() -> (u64, u64, u64) {
-    let Ok(stat) = std::fs::read_to_string("/proc/stat") else {
-        return (0, 0, 0);
-    };
-    let fields: Vec<u64> = stat
-        .lines()
-        .next()
-        .unwrap_or_default()
-        .split_whitespace()
-        .skip(1)
-        .take(8)
-        .filter_map(|f| f.parse().ok())
-        .collect();
-    let at = |i: usize| fields.get(i).copied().unwrap_or(0);
-    // user nice system idle iowait irq softirq steal
-    (fields.iter().sum(), at(3) + at(4), at(7))
-}
-
 impl MachineShares {
-    /// The shares between two `machine_ticks` readings.
-    fn between(before: (u64, u64, u64), after: (u64, u64, u64)) -> MachineShares {
-        let total = after.0.saturating_sub(before.0);
-        if total == 0 {
-            return MachineShares::default();
-        }
-        MachineShares {
-            idle: after.1.saturating_sub(before.1) as f64 / total as f64,
-            steal: after.2.saturating_sub(before.2) as f64 / total as f64,
-        }
+    fn since(before: CpuTicks) -> MachineShares {
+        let (idle, steal) = CpuTicks::now().since(before).shares();
+        MachineShares { idle, steal }
     }
 }
 
@@ -295,7 +270,7 @@ fn run_mixed<S: Send>(
         let start = Instant::now();
         let cpu_start = process_cpu();
         let server_start = server_cpu();
-        let machine_start = machine_ticks();
+        let machine_start = CpuTicks::now();
         std::thread::sleep(dur);
         stop.store(true, Ordering::Relaxed);
         let mut rate = Rate {
@@ -316,7 +291,7 @@ fn run_mixed<S: Send>(
         rate.elapsed = start.elapsed();
         rate.cpu = process_cpu().saturating_sub(cpu_start);
         rate.server_cpu = server_cpu().saturating_sub(server_start);
-        rate.machine = MachineShares::between(machine_start, machine_ticks());
+        rate.machine = MachineShares::since(machine_start);
         rate
     })
 }

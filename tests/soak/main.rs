@@ -118,6 +118,7 @@ use resilient_redis::{ClientEvent, Error, ErrorKind};
 #[global_allocator]
 static ALLOC: CountingAlloc = CountingAlloc;
 use proxy::{Proxy, Stress};
+use support::machine::CpuTicks;
 use support::optin::opt_in;
 use support::{threads_named, wait_until, RedisServer};
 
@@ -1828,21 +1829,6 @@ fn rss_bytes() -> u64 {
         .map_or(0, |kb| kb * 1024)
 }
 
-/// The machine's CPU time so far, from `/proc/stat`'s first line: (all, steal) in
-/// ticks. Steal is time the hypervisor ran someone else while we were runnable.
-fn cpu_ticks() -> (u64, u64) {
-    let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
-    let fields: Vec<u64> = stat
-        .lines()
-        .next()
-        .unwrap_or_default()
-        .split_whitespace()
-        .skip(1)
-        .filter_map(|f| f.parse().ok())
-        .collect();
-    (fields.iter().sum(), fields.get(7).copied().unwrap_or(0))
-}
-
 fn load_average() -> String {
     std::fs::read_to_string("/proc/loadavg")
         .unwrap_or_default()
@@ -1949,7 +1935,7 @@ fn chaos_soak() {
         .collect();
 
     let t0 = Instant::now();
-    let (load_before, cpu_before) = (load_average(), cpu_ticks());
+    let (load_before, cpu_before) = (load_average(), CpuTicks::now());
     let probe_stop = Arc::new(AtomicBool::new(false));
     let (stalls, stall_probe) = Stalls::start(t0, probe_stop.clone());
     let shared = Arc::new(Shared {
@@ -2116,7 +2102,7 @@ fn chaos_soak() {
         chaos.sleep_until((Instant::now() + pause).min(end), &shared);
     }
     let chaos_ms = ms_since(t0);
-    let (load_after, cpu_after) = (load_average(), cpu_ticks());
+    let (load_after, cpu_after) = (load_average(), CpuTicks::now());
     shared.stop.store(true, Ordering::Relaxed);
     chaos.big_orders = None;
     for w in workers {
@@ -2172,15 +2158,12 @@ fn chaos_soak() {
     let mut summary = String::new();
     let _ = writeln!(summary, "=== chaos soak summary ===");
     let _ = writeln!(summary, "seed                   {seed:#x}");
-    let (all, steal) = (
-        cpu_after.0.saturating_sub(cpu_before.0).max(1),
-        cpu_after.1.saturating_sub(cpu_before.1),
-    );
+    let (_, stolen) = cpu_after.since(cpu_before).shares();
     let _ = writeln!(
         summary,
         "machine                {} CPUs, load average {load_before} at the start, {load_after} at the end; {:.1} % of CPU time stolen by the hypervisor",
         thread::available_parallelism().map_or(0, |n| n.get()),
-        steal as f64 * 100.0 / all as f64
+        stolen * 100.0
     );
     let _ = writeln!(
         summary,

@@ -16,6 +16,7 @@ pub mod commands;
 pub mod credentials;
 pub mod lanes;
 pub mod logs;
+pub mod machine;
 pub mod maintenance;
 pub mod optin;
 pub mod raw;
