@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use resilient_redis::{Client, Database, StringCommands};
 
-use crate::machine::CpuTicks;
+use crate::machine::{CpuTicks, Shares};
 
 /// Keys the throughput workloads cycle through, all holding `value` beforehand.
 pub struct Keys {
@@ -95,23 +95,7 @@ pub struct Rate {
     /// unknown, see [`watch_server`]).
     pub server_cpu: Duration,
     /// What the machine's CPUs did over the window (zero where unknown).
-    pub machine: MachineShares,
-}
-
-/// Shares (0.0-1.0) of the machine's CPU time over a window that were idle (no
-/// runnable thread: a pipeline with bubbles leaves cores idle) and stolen (the
-/// hypervisor ran someone else: a noisy VM, whatever the client does).
-#[derive(Clone, Copy, Debug, Default)]
-pub struct MachineShares {
-    pub idle: f64,
-    pub steal: f64,
-}
-
-impl MachineShares {
-    fn since(before: CpuTicks) -> MachineShares {
-        let (idle, steal) = CpuTicks::now().since(before).shares();
-        MachineShares { idle, steal }
-    }
+    pub machine: Shares,
 }
 
 impl Rate {
@@ -279,7 +263,7 @@ fn run_mixed<S: Send>(
             elapsed: Duration::ZERO,
             cpu: Duration::ZERO,
             server_cpu: Duration::ZERO,
-            machine: MachineShares::default(),
+            machine: Shares::default(),
         };
         for w in workers {
             let (ops, errors) = w.join().expect("a bench thread panicked");
@@ -291,7 +275,7 @@ fn run_mixed<S: Send>(
         rate.elapsed = start.elapsed();
         rate.cpu = process_cpu().saturating_sub(cpu_start);
         rate.server_cpu = server_cpu().saturating_sub(server_start);
-        rate.machine = MachineShares::since(machine_start);
+        rate.machine = CpuTicks::now().since(machine_start).shares();
         rate
     })
 }

@@ -626,10 +626,11 @@ impl Connection {
         let shared = &self.shared;
         let until = Instant::now() + HOLD_FOR;
         // Yield from the first look, never spin: the callers we wait for need a core
-        // to send on, and with the server and the others there is none spare. 64
-        // spins first (about 3.5 µs on this machine's EPYC, `pause` and a clock read
-        // each) cost 16 threads 28 % of their calls (interleaved medians: 186.7k
-        // against 257.1k calls/s) and 4 threads 11 % at 1.2x the CPU per call.
+        // to send on, and with the server and the others there is none spare. When
+        // this spun 64 times first (a `pause` and a clock read each, about 3.5 µs on
+        // an AMD EPYC), 16 threads made 186.7k calls/s against 257.1k now, and 4
+        // threads 92.0k at 16.6 µs of CPU per call against 103.7k at 14.0 µs
+        // (interleaved medians, docs/performance.md).
         loop {
             if shared.flushed.load(Ordering::Acquire) > seen {
                 shared.out.lock().holding.record(true);

@@ -2158,7 +2158,7 @@ fn chaos_soak() {
     let mut summary = String::new();
     let _ = writeln!(summary, "=== chaos soak summary ===");
     let _ = writeln!(summary, "seed                   {seed:#x}");
-    let (_, stolen) = cpu_after.since(cpu_before).shares();
+    let stolen = cpu_after.since(cpu_before).shares().steal;
     let _ = writeln!(
         summary,
         "machine                {} CPUs, load average {load_before} at the start, {load_after} at the end; {:.1} % of CPU time stolen by the hypervisor",

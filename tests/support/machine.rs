@@ -43,12 +43,24 @@ impl CpuTicks {
         }
     }
 
-    /// Idle and stolen shares (0.0–1.0) of `total`; zeros when nothing was counted.
-    pub fn shares(self) -> (f64, f64) {
+    /// Idle and stolen shares of `total`; zeros when nothing was counted.
+    pub fn shares(self) -> Shares {
         if self.total == 0 {
-            return (0.0, 0.0);
+            return Shares::default();
         }
         let total = self.total as f64;
-        (self.idle as f64 / total, self.steal as f64 / total)
+        Shares {
+            idle: self.idle as f64 / total,
+            steal: self.steal as f64 / total,
+        }
     }
+}
+
+/// Shares (0.0–1.0) of the machine's CPU time over a stretch that were idle (no
+/// runnable thread: a pipeline with bubbles leaves cores idle) and stolen (a noisy VM,
+/// whatever the code under test does).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Shares {
+    pub idle: f64,
+    pub steal: f64,
 }
