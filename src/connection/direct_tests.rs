@@ -95,6 +95,25 @@ fn a_sequential_caller_reads_its_own_replies_and_an_idle_connection_is_still_rea
     assert!(conn.is_closed());
 }
 
+#[test]
+fn a_write_that_never_returns_does_not_keep_the_reader_from_reading() {
+    // A blocking read lets a send in progress return first, but only briefly: with
+    // the write half held for good (a write stuck on a full socket), pushes are
+    // still read, one after another.
+    let server = FakeServer::start().expect("fake");
+    let (pushes, failures) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let conn = Connection::open(&config(&server, pushes.clone(), failures.clone())).expect("open");
+    let _stuck = conn.shared.socket.lock();
+    for seen in 1..=3 {
+        server.notify(Notification::failing_over(5, &["1"]));
+        assert!(
+            wait_until(|| pushes.load(Ordering::SeqCst) == seen),
+            "push {seen} read"
+        );
+    }
+    assert_eq!(failures.load(Ordering::SeqCst), 0);
+}
+
 /// On a connection left idle: a push reaches the handler, then the server's close
 /// fails the connection.
 fn push_and_close_are_seen(server: &FakeServer, pushes: &AtomicUsize, failures: &AtomicUsize) {

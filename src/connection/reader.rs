@@ -149,7 +149,10 @@ pub(super) enum ReadMode {
 pub(super) fn read_once(shared: &Shared, rs: &mut ReadState, mode: ReadMode) -> Read {
     let result = match mode {
         ReadMode::Poll => rs.decoder.read_from(&mut Polling(&mut rs.read)),
-        ReadMode::Block => rs.decoder.read_from(&mut rs.read),
+        ReadMode::Block => {
+            let_the_send_return(shared);
+            rs.decoder.read_from(&mut rs.read)
+        }
     };
     match result {
         Ok(0) => {
@@ -180,6 +183,28 @@ pub(super) fn read_once(shared: &Shared, rs: &mut ReadState, mode: ReadMode) -> 
             shared.fail(FailureKind::SocketFailure, e.into());
             Read::Failed
         }
+    }
+}
+
+/// How long a blocking read lets a send on its socket return first: a cohort's
+/// write on loopback takes a few microseconds; one stuck on a full socket must not
+/// hold replies up.
+const SEND_RETURNS_WITHIN: Duration = Duration::from_micros(50);
+
+/// Yields until a send in progress on this socket has returned, for at most
+/// `SEND_RETURNS_WITHIN`. The kernel holds a TCP socket's lock for a whole send (on
+/// loopback that includes delivering to the server), and a `recv` entered meanwhile
+/// sleeps on that lock: a context switch, a wake-up, and the core left to halt when
+/// nothing else runs there. At 4 threads that was 0.16 sleeps per call, every one of
+/// them in `lock_sock` under `tcp_recvmsg` (docs/performance.md, "A read lets the
+/// send return first").
+fn let_the_send_return(shared: &Shared) {
+    if !shared.socket.is_locked() {
+        return;
+    }
+    let until = Instant::now() + SEND_RETURNS_WITHIN;
+    while shared.socket.is_locked() && Instant::now() < until {
+        std::thread::yield_now();
     }
 }
 
