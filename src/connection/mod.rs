@@ -400,7 +400,9 @@ impl Connection {
         traffic: Traffic,
     ) -> std::result::Result<Outcome, RequestError> {
         let slot = Arc::new(ReplySlot::on_board(self.shared.board.clone()));
-        let company = traffic.is_caller().then(|| self.shared.company.join());
+        // Counted among the client's waiting callers until the call ends (the lane
+        // rule and `few_in_flight` read the count).
+        let _company = traffic.is_caller().then(|| self.shared.company.join());
         self.shared.look_before_sending();
         let submitted = self
             .submit(frame, replies, deadline, traffic, slot.clone())
@@ -423,20 +425,9 @@ impl Connection {
         } else {
             Waiting::Park
         };
-        // Polling the socket pays for a caller alone; with others spinning next to it
-        // and the server, or waiting on other connections (lanes), it takes their
-        // cores.
-        let first = if submitted.alone
-            && submitted.held.is_none()
-            && company.as_ref().is_none_or(|c| c.alone())
-        {
-            reader::ReadMode::Poll
-        } else {
-            reader::ReadMode::Block
-        };
         let waited = loop {
             if read {
-                reader::direct(&self.shared, &slot, deadline_at, first);
+                reader::direct(&self.shared, &slot, deadline_at);
             }
             match slot.wait(waiting, deadline_at) {
                 Waited::Lead => read = slot.take_lead(),

@@ -148,6 +148,9 @@ pub(super) enum ReadMode {
 /// Reads once from the socket into the decoder.
 pub(super) fn read_once(shared: &Shared, rs: &mut ReadState, mode: ReadMode) -> Read {
     let result = match mode {
+        // Even without waiting for bytes, a `recv` sleeps on the socket's lock while
+        // a send holds it (see `let_the_send_return`): nothing yet, look again.
+        ReadMode::Poll if shared.socket.is_locked() => return Read::Idle,
         ReadMode::Poll => rs.decoder.read_from(&mut Polling(&mut rs.read)),
         ReadMode::Block => {
             let_the_send_return(shared);
@@ -271,16 +274,6 @@ fn handle(shared: &Shared, rs: &mut ReadState, frame: Value) -> bool {
 
 /// How long a direct reader polls before blocking: about two loopback round trips.
 const POLL_FOR: Duration = Duration::from_micros(40);
-/// The pause between two polls.
-const POLL_GAP: Duration = Duration::from_micros(4);
-
-/// Spins for `d` without a system call.
-fn pause(d: Duration) {
-    let until = Instant::now() + d;
-    while Instant::now() < until {
-        std::hint::spin_loop();
-    }
-}
 
 /// The reader thread: reads while it holds the token; stands down when a caller
 /// alone on the connection is about to read its own reply; takes the token back when
@@ -312,22 +305,18 @@ pub(super) fn run(shared: Arc<Shared>) {
 /// else that arrives first, in order) or `deadline()` passes, then hands the token on
 /// (see `pass_on`).
 ///
-/// With `first` `Poll` (a caller alone), for the first `POLL_FOR` it polls the socket instead
-/// of blocking in `recv`: a loopback reply comes back within that on a quiet machine,
-/// and a thread that never slept needs no wake-up. Measured (P1, median GET latency
-/// against redis-rs): the reader thread waking the caller 0.96x quiet, 1.25x with both
-/// cores busy; reading directly with a blocking `recv` 1.02x quiet; polling first
-/// 0.75x quiet, 1.04x busy.
-pub(super) fn direct(
-    shared: &Shared,
-    mine: &ReplySlot,
-    mut deadline: impl FnMut() -> Instant,
-    first: ReadMode,
-) {
+/// For the first `POLL_FOR` it polls the socket instead of blocking in `recv`,
+/// yielding between looks: a loopback reply comes back within that, and a thread that
+/// never slept needs no wake-up (nor leaves its core to halt, which on a VM makes the
+/// wake-up slow). The yield gives the core to whoever else needs it: the server, the
+/// callers answered last and about to send. Measured (interleaved against blocking
+/// at once in a cohort and pausing 4 µs between polls when alone, docs/performance.md,
+/// "A cohort's reader polls"): 2 threads 2.05× → 2.70× redis-rs at 0.98 → 0.84 its CPU
+/// per call, 4 threads 1.29× → 1.43× at 1.38 → 1.28, 8 threads 1.93× → 1.99×.
+pub(super) fn direct(shared: &Shared, mine: &ReplySlot, mut deadline: impl FnMut() -> Instant) {
     let mut rs = shared.reading.lock();
     let started = Instant::now();
-    let poll_until = (first == ReadMode::Poll && rs.read.can_poll() && rs.poll_gate.allows())
-        .then(|| started + POLL_FOR);
+    let poll_until = (rs.read.can_poll() && rs.poll_gate.allows()).then(|| started + POLL_FOR);
     let mut answered_while_polling = false;
     loop {
         let now = Instant::now();
@@ -346,9 +335,7 @@ pub(super) fn direct(
         };
         match read_once(shared, &mut rs, mode) {
             Read::Failed => break,
-            // Nothing yet: a short pause before the next look (a `recv` costs more
-            // than the pause, and the reply needs the server's time anyway).
-            Read::Idle if polling => pause(POLL_GAP),
+            Read::Idle if polling => std::thread::yield_now(),
             Read::Idle | Read::Progress => {}
         }
     }
