@@ -17,6 +17,10 @@
 //! half-read frame nobody waits on, or a tick in which nobody read hands the token back
 //! to the thread, so pushes and the close of an idle connection are still seen within
 //! tens of milliseconds (`read_token::ReclaimTick`).
+//! A caller reading polls the socket briefly, yielding between looks, before it
+//! blocks; and a reader lets a send under way on the socket return (for at most
+//! 50 µs) before it enters `recv`, where the kernel's socket lock would put it to
+//! sleep (`reader::direct`, `reader::read_once`).
 //!
 //! Who wakes: a caller waiting for its reply spins, then yields, then sleeps; whoever
 //! reads marks the replies of one read done and then wakes every sleeping caller they
