@@ -146,6 +146,54 @@ fn after_two_lone_calls<T>(conn: &Connection, call: impl FnOnce() -> T) -> (T, b
 }
 
 #[test]
+fn a_waiting_caller_reads_the_replies_while_the_token_s_holder_is_away() {
+    // The token goes to a caller (the thread stood down) that then does not read: a
+    // caller waiting next to it reads and hands out the reply instead, and the
+    // holder, when it comes to read, finds its reply and passes the token on.
+    let server = FakeServer::start().expect("fake");
+    let counters = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let conn = Connection::open(&config(&server, counters.0, counters.1)).expect("open");
+    for _ in 0..20 {
+        let slot = Arc::new(ReplySlot::on_board(conn.shared.board.clone()));
+        let (submitted, _) = after_two_lone_calls(&conn, || {
+            conn.submit(
+                &command(&["ECHO", "away"]),
+                1,
+                Deadline::after(Duration::from_secs(5)),
+                Traffic::Caller,
+                slot.clone(),
+            )
+            .expect("queued")
+        });
+        if !submitted.direct {
+            // The thread reads this one; let it, and try again.
+            assert!(wait_until(|| slot.is_done()), "the thread read it");
+            continue;
+        }
+        assert!(
+            wait_until(|| {
+                reader::help_read(&conn.shared);
+                slot.is_done()
+            }),
+            "a waiting caller read the reply"
+        );
+        let deadline = Instant::now() + Duration::from_secs(5);
+        reader::direct(&conn.shared, &slot, || deadline);
+        match slot.try_take() {
+            Some(Outcome::One(v)) => assert_eq!(v.as_bytes(), Some(&b"away"[..])),
+            _ => panic!("expected the reply"),
+        }
+        // In step, and the token moved on: the next calls are answered.
+        for token in ["next", "and next"] {
+            let reply = echo(&conn, token, Duration::from_secs(5)).expect("reply");
+            assert_eq!(reply.as_bytes(), Some(token.as_bytes()));
+        }
+        return;
+    }
+    panic!("the token never went to a caller in 20 tries");
+}
+
+#[test]
 fn a_direct_reader_times_out_on_a_silent_server_and_the_next_caller_gets_its_own_reply() {
     let server = FakeServer::start().expect("fake");
     let counters = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));

@@ -20,7 +20,10 @@
 //! A caller reading polls the socket briefly, yielding between looks, before it
 //! blocks; and a reader lets a send under way on the socket return (for at most
 //! 50 µs) before it enters `recv`, where the kernel's socket lock would put it to
-//! sleep (`reader::direct`, `reader::read_once`).
+//! sleep (`reader::direct`, `reader::read_once`). The token says who must read, not
+//! who may: between its yields a waiting caller reads what has arrived when nobody
+//! is reading at that moment (`reader::help_read`), so the replies wait for whichever
+//! of them runs first, not for the holder's turn on a core.
 //!
 //! Who wakes: a caller waiting for its reply spins, then yields, then sleeps; whoever
 //! reads marks the replies of one read done and then wakes every sleeping caller they
@@ -32,8 +35,9 @@
 //! one above it):
 //!
 //! 1. `reading`, the read token's own state (decoder, read half): held for a whole
-//!    read turn, blocking `recv` included, so nothing waits for it while holding a
-//!    lock below (`look_before_sending` only tries it);
+//!    read turn, blocking `recv` included (a polling caller lets go of it while it
+//!    yields), so nothing waits for it while holding a lock below
+//!    (`look_before_sending` and `reader::help_read` only try it);
 //! 2. `out`, the outgoing buffer (`writer_wake` waits on it);
 //! 3. `pending`, the FIFO of waiters and who holds the token (`reader_wake` waits on
 //!    it);
@@ -429,11 +433,19 @@ impl Connection {
         } else {
             Waiting::Park
         };
+        // Between its yields, a caller that may read for others reads what has arrived
+        // when nobody is reading at that moment (see `reader::help_read`).
+        let may_help = traffic.can_lead() && self.shared.direct_ok;
+        let look = || {
+            if may_help {
+                reader::help_read(&self.shared);
+            }
+        };
         let waited = loop {
             if read {
                 reader::direct(&self.shared, &slot, deadline_at);
             }
-            match slot.wait(waiting, deadline_at) {
+            match slot.wait(waiting, deadline_at, look) {
                 Waited::Lead => read = slot.take_lead(),
                 other => break other,
             }

@@ -195,7 +195,14 @@ impl ReplySlot {
 
     /// Waits until completed or until `deadline()` passes. The deadline is re-read on
     /// every wake-up so a relaxed timeout that starts while we wait extends the wait.
-    pub(crate) fn wait(&self, how: Waiting, mut deadline: impl FnMut() -> Instant) -> Waited {
+    /// While yielding, `look()` runs between two looks at the slot: a caller's look at
+    /// its connection's socket (`reader::help_read`), which may complete this slot.
+    pub(crate) fn wait(
+        &self,
+        how: Waiting,
+        mut deadline: impl FnMut() -> Instant,
+        mut look: impl FnMut(),
+    ) -> Waited {
         // A short spin catches a reply that is already on its way without paying for
         // a park/unpark pair; only worth it with few callers in flight.
         if how == Waiting::SpinFirst {
@@ -210,6 +217,10 @@ impl ReplySlot {
             // costs no park/unpark pair.
             let until = Instant::now() + YIELD_FOR;
             while Instant::now() < until {
+                if let Some(w) = self.settled(&mut deadline) {
+                    return w;
+                }
+                look();
                 if let Some(w) = self.settled(&mut deadline) {
                     return w;
                 }
@@ -275,7 +286,7 @@ mod tests {
         let s2 = slot.clone();
         let t = thread::spawn(move || s2.complete(Outcome::One(Value::Int(7))));
         let deadline = Instant::now() + Duration::from_secs(10);
-        match slot.wait(Waiting::SpinFirst, || deadline) {
+        match slot.wait(Waiting::SpinFirst, || deadline, || {}) {
             Waited::Ready(Outcome::One(Value::Int(7))) => {}
             _ => panic!("expected the reply"),
         }
@@ -287,7 +298,7 @@ mod tests {
         let slot = ReplySlot::for_current_thread();
         let past = Instant::now();
         assert!(matches!(
-            slot.wait(Waiting::SpinFirst, || past),
+            slot.wait(Waiting::SpinFirst, || past, || {}),
             Waited::TimedOut
         ));
         slot.complete(Outcome::One(Value::Int(1)));
@@ -301,7 +312,7 @@ mod tests {
         let t = thread::spawn(move || s2.offer_lead());
         let deadline = Instant::now() + Duration::from_secs(10);
         assert!(matches!(
-            slot.wait(Waiting::Park, || deadline),
+            slot.wait(Waiting::Park, || deadline, || {}),
             Waited::Lead
         ));
         assert!(t.join().unwrap(), "offered to a waiter");
@@ -314,7 +325,7 @@ mod tests {
         let gave_up = ReplySlot::for_current_thread();
         let past = Instant::now();
         assert!(matches!(
-            gave_up.wait(Waiting::Park, || past),
+            gave_up.wait(Waiting::Park, || past, || {}),
             Waited::TimedOut
         ));
         assert!(!gave_up.offer_lead());
