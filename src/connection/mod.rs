@@ -25,11 +25,13 @@
 //! is reading at that moment (`reader::help_read`), so the replies wait for whichever
 //! of them runs first, not for the holder's turn on a core.
 //!
-//! Who wakes: a caller waiting for its reply spins, then yields, then sleeps; whoever
-//! reads marks the replies of one read done and then wakes every sleeping caller they
-//! answered at once (`wake_board`, one futex call per 32 places on Linux, an unpark
-//! each elsewhere), so a woken caller does not take the reader's core between two
-//! replies of the same read.
+//! Who wakes: a caller waiting for its reply spins, then yields (looking at the
+//! socket between yields, see above) for about two round trips, then sleeps; one
+//! found yielding when its reply lands needs no wake-up. Whoever reads marks the
+//! replies of one read done and then wakes every sleeping caller they answered at
+//! once (`wake_board`, one futex call per 32 places on Linux, an unpark each
+//! elsewhere), so a woken caller does not take the reader's core between two replies
+//! of the same read.
 //!
 //! Locks, in the only order they are ever nested (a thread holding one never waits for
 //! one above it):
@@ -425,10 +427,16 @@ impl Connection {
         // handed to us (our reply is the next one owed), or take the reply from
         // whoever reads.
         let mut read = submitted.direct;
-        // Spinning for the reply pays when few are in flight (no wake-up, and no
-        // futex pair to hand the token over); with many it burns the core the reader
-        // and the server need (measured 7.9 % of the machine at 64 threads).
-        let waiting = if (submitted.alone || self.shared.few_in_flight()) && !submitted.direct {
+        // A caller waits by spinning, then yielding: one found runnable when its reply
+        // lands needs no wake-up, and between its yields it reads for the others when
+        // nobody is (below). Whatever the count in flight: parking above 16 (a futex
+        // pair and two context switches per call) made 64 threads 2.54× redis-rs
+        // against 2.93× yielding, 32 threads 2.07× against 3.34× (docs/performance.md,
+        // "Whoever runs first reads"). The client's own queries park unless few are in
+        // flight: they cannot read for others.
+        let waiting = if !submitted.direct
+            && (traffic.is_caller() || submitted.alone || self.shared.few_in_flight())
+        {
             Waiting::SpinFirst
         } else {
             Waiting::Park
@@ -852,8 +860,8 @@ impl Shared {
     }
 
     /// Whether few enough callers are in flight that each is worth serving from its
-    /// own thread (writing its frame, spinning for its reply, reading when handed the
-    /// token) rather than through the reader and writer threads.
+    /// own thread (writing its frame, holding it for its cohort, reading when handed
+    /// the token) rather than through the reader and writer threads.
     ///
     /// Counted on the connection and client-wide: with 64 callers the connection's
     /// own count dips below the bar each time a read answers most of them, and the
@@ -1059,13 +1067,11 @@ struct Submitted {
 /// 8 MiB `SET` written by its caller to a server that stopped reading returned 1.48 s
 /// after its 500 ms timeout).
 const DIRECT_WRITE_MAX: usize = 16 * 1024;
-/// Caller requests in flight up to which callers write their own frames, spin (then
-/// yield) for their replies and read when handed the token; above it the writer
-/// thread batches, the reader thread reads and callers park. 16, not 4: at 8 and 16
-/// threads a yielding waiter costs less than a park/unpark pair (futex 0.2–0.3 per
-/// call instead of 2.1; 16 threads 65–86k calls/s against 36–68k, interleaved); at 32
-/// and more, spinning takes the cores the reader and the server need (32 threads
-/// 40–52k against 53–57k with 64). See docs/performance.md.
+/// Caller requests in flight up to which callers write their own frames and read
+/// when handed the token; above it the writer thread batches and the reader thread
+/// reads. 16, not 4, measured when this bar also chose between yielding and parking
+/// for a reply (16 threads 65–86k calls/s against 36–68k, interleaved); callers now
+/// yield at any count (see `Connection::request`). See docs/performance.md.
 const FEW_IN_FLIGHT: usize = 16;
 /// How long a held frame waits for the callers answered with it before it is sent
 /// anyway: they spin and yield for their replies, so they are back within
