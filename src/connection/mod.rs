@@ -427,17 +427,20 @@ impl Connection {
         // handed to us (our reply is the next one owed), or take the reply from
         // whoever reads.
         let mut read = submitted.direct;
-        // A caller waits by spinning, then yielding: one found runnable when its reply
-        // lands needs no wake-up, and between its yields it reads for the others when
-        // nobody is (below). Whatever the count in flight: parking above 16 (a futex
-        // pair and two context switches per call) made 64 threads 2.54× redis-rs
-        // against 2.93× yielding, 32 threads 2.07× against 3.34× (docs/performance.md,
-        // "Whoever runs first reads"). The client's own queries park unless few are in
-        // flight: they cannot read for others.
-        let waiting = if !submitted.direct
-            && (traffic.is_caller() || submitted.alone || self.shared.few_in_flight())
-        {
+        // A caller waits by yielding: one found runnable when its reply lands needs no
+        // wake-up, and between its yields it reads for the others when nobody is
+        // (below). With few in flight it spins first and yields for about two round
+        // trips; with many it takes turns with the others, yielding up to a count.
+        // Parking above 16 in flight instead (a futex pair and two context switches
+        // per call) made 64 threads 2.5× redis-rs against 4.4× (docs/performance.md,
+        // "Many in flight take turns"). The client's own queries park unless few
+        // are in flight: they cannot read for others.
+        let waiting = if submitted.direct {
+            Waiting::Park
+        } else if submitted.alone || self.shared.few_in_flight() {
             Waiting::SpinFirst
+        } else if traffic.is_caller() {
+            Waiting::YieldTurns
         } else {
             Waiting::Park
         };
