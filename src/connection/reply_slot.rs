@@ -307,8 +307,9 @@ const SPIN_ROUNDS: u32 = 64;
 /// About two loopback round trips.
 const YIELD_FOR: std::time::Duration = std::time::Duration::from_micros(100);
 /// Yields a waiter among many makes before it parks. At 64 threads a wait took 1.3
-/// yields on average; 16, 32 and 64 measured alike (4.3×, 4.5×, 4.9× redis-rs,
-/// docs/performance.md, "Many in flight take turns").
+/// yields on average, and 16, 32, 64 and 128 measured alike (docs/performance.md,
+/// "Many in flight take turns"): the smallest that never cut a wait short there
+/// bounds the burn best.
 const TURNS: u32 = 32;
 /// The longest a waiter among many yields before it parks.
 const TURNS_FOR: std::time::Duration = std::time::Duration::from_millis(1);
