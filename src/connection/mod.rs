@@ -232,6 +232,9 @@ pub(crate) struct Shared {
     returning: AtomicUsize,
     /// Buffers taken for writing so far.
     flushed: AtomicU64,
+    /// Whether waiting callers yield for their replies rather than sleep at once: it
+    /// pays while replies come within the yielding (see `ReplySlot::wait`).
+    yielding: gamble::Gamble,
     timeouts: Arc<ServerTimeouts>,
     company: Arc<company::Company>,
     on_push: Option<PushHandler>,
@@ -363,6 +366,7 @@ impl Connection {
             caller_inflight: AtomicUsize::new(0),
             returning: AtomicUsize::new(0),
             flushed: AtomicU64::new(0),
+            yielding: gamble::Gamble::default(),
             timeouts: cfg.timeouts.clone(),
             company: cfg.company.clone(),
             on_push: cfg.on_push.clone(),
@@ -456,7 +460,7 @@ impl Connection {
             if read {
                 reader::direct(&self.shared, &slot, deadline_at);
             }
-            match slot.wait(waiting, deadline_at, look) {
+            match slot.wait(waiting, deadline_at, look, Some(&self.shared.yielding)) {
                 Waited::Lead => read = slot.take_lead(),
                 other => break other,
             }
@@ -659,7 +663,7 @@ impl Connection {
             }
             std::thread::yield_now();
         }
-        let mut out = shared.out.lock();
+        let out = shared.out.lock();
         if shared.flushed.load(Ordering::Acquire) > seen {
             out.holding.record(true);
             return;
