@@ -63,9 +63,10 @@ pub(crate) enum Waiting {
     SpinFirst,
     /// Many callers in flight: yields up to `TURNS` times (for at most `TURNS_FOR`),
     /// then parks. Each yield hands the core to another caller's work, so a wait
-    /// spans many of their turns but only a few of its own, and costs no wake-up;
-    /// and the count bounds what a wait burns when nobody else wants the core (a
-    /// slow server), as `YIELD_FOR` does for `SpinFirst`.
+    /// spans many of their turns but only a few of its own, and costs no wake-up.
+    /// The count bounds what a wait burns when nobody else wants the core (a slow
+    /// server), as `YIELD_FOR` does for `SpinFirst`, and the connection's bet stops
+    /// the turns while waits keep outlasting them (see `wait`).
     YieldTurns,
     /// Parks at once.
     Park,
