@@ -232,8 +232,8 @@ pub(crate) struct Shared {
     returning: AtomicUsize,
     /// Buffers taken for writing so far.
     flushed: AtomicU64,
-    /// Whether waiting callers yield for their replies rather than sleep at once: it
-    /// pays while replies come within the yielding (see `ReplySlot::wait`).
+    /// Whether waiters among many take turns for their replies rather than sleep at
+    /// once: it pays while replies come within their turns (see `ReplySlot::wait`).
     yielding: gamble::Gamble,
     timeouts: Arc<ServerTimeouts>,
     company: Arc<company::Company>,

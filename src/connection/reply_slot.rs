@@ -219,19 +219,6 @@ impl ReplySlot {
         mut look: impl FnMut(),
         yielding: Option<&Gamble>,
     ) -> Waited {
-        // Only a waiter among many bets: with few in flight a parked waiter's wake-up
-        // costs a halted core's, and the 100 µs window already bounds the burn.
-        let yielding = yielding.filter(|_| how == Waiting::YieldTurns);
-        let how = match yielding {
-            Some(gate) if !gate.allows() => Waiting::Park,
-            _ => how,
-        };
-        let won = |w: Waited| {
-            if let Some(gate) = yielding {
-                gate.record(true);
-            }
-            w
-        };
         match how {
             Waiting::SpinFirst => {
                 // A short spin catches a reply that is already on its way without
@@ -244,24 +231,25 @@ impl ReplySlot {
                 }
                 // Then yield for a round trip's worth of time: the core goes to the
                 // reader (and the server) instead of being burnt, and a reply found
-                // here costs no park/unpark pair.
+                // here costs no park/unpark pair. No bet here: with few in flight a
+                // parked waiter's wake-up costs a halted core's, and the window
+                // already bounds the burn.
                 let until = Instant::now() + YIELD_FOR;
                 if let Some(w) = self.yield_until(until, u32::MAX, &mut deadline, &mut look) {
-                    return won(w);
+                    return w;
                 }
             }
-            Waiting::YieldTurns => {
+            Waiting::YieldTurns if yielding.is_none_or(Gamble::allows) => {
                 let until = Instant::now() + TURNS_FOR;
-                if let Some(w) = self.yield_until(until, TURNS, &mut deadline, &mut look) {
-                    return won(w);
+                let settled = self.yield_until(until, TURNS, &mut deadline, &mut look);
+                if let Some(gate) = yielding {
+                    gate.record(settled.is_some());
+                }
+                if let Some(w) = settled {
+                    return w;
                 }
             }
-            Waiting::Park => {}
-        }
-        if how == Waiting::YieldTurns {
-            if let Some(gate) = yielding {
-                gate.record(false);
-            }
+            Waiting::YieldTurns | Waiting::Park => {}
         }
         loop {
             if self.state.load(Ordering::Acquire) == DONE {
