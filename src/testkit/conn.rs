@@ -285,12 +285,10 @@ pub(crate) fn serve(
             }
             break;
         }
-        let timeout = next.map(|t| {
-            t.saturating_duration_since(Instant::now())
-                .max(Duration::from_millis(1))
-        });
-        if stream.set_read_timeout(timeout).is_err() {
-            break;
+        match readable_by(&stream, next) {
+            Ok(true) => {}
+            Ok(false) => continue, // something queued is due: flush it
+            Err(_) => break,
         }
         match stream.read(&mut chunk) {
             Ok(0) => break,
@@ -317,4 +315,43 @@ pub(crate) fn serve(
     }
     conn.close();
     server.conns.lock().remove(&conn.id);
+}
+
+/// Waits until `stream` has input (or its end) or `due` passes (`false`). Precise to
+/// microseconds where poll(2) takes a `timespec`: a socket read timeout counts in
+/// kernel ticks, so 1 ms came out as 8 ms and `delay_replies(1 ms)` as 8 ms late.
+#[cfg(unix)]
+fn readable_by(stream: &TcpStream, due: Option<Instant>) -> std::io::Result<bool> {
+    use rustix::event::{poll, PollFd, PollFlags, Timespec};
+    let timeout = due.map(|due| {
+        let left = due.saturating_duration_since(Instant::now());
+        Timespec {
+            tv_sec: left.as_secs() as _,
+            tv_nsec: left.subsec_nanos() as _,
+        }
+    });
+    let mut fds = [PollFd::new(stream, PollFlags::IN)];
+    loop {
+        match poll(&mut fds, timeout.as_ref()) {
+            Ok(n) => return Ok(n > 0),
+            Err(rustix::io::Errno::INTR) => continue,
+            Err(e) => return Err(e.into()),
+        }
+    }
+}
+
+/// Elsewhere: a read timeout (ticks, so delays come out coarse), then the read.
+#[cfg(not(unix))]
+fn readable_by(stream: &TcpStream, due: Option<Instant>) -> std::io::Result<bool> {
+    let timeout = due.map(|t| {
+        t.saturating_duration_since(Instant::now())
+            .max(Duration::from_millis(1))
+    });
+    stream.set_read_timeout(timeout)?;
+    let mut probe = [0u8; 1];
+    match stream.peek(&mut probe) {
+        Ok(_) => Ok(true),
+        Err(e) if matches!(e.kind(), IoKind::WouldBlock | IoKind::TimedOut) => Ok(false),
+        Err(e) => Err(e),
+    }
 }

@@ -24,6 +24,8 @@
 //!   what Redis Enterprise was measured to send.
 //! - [`FakeCluster`]: nodes sharing a slot map, `-MOVED`/`-ASK`, slot migrations that
 //!   can announce themselves (`SMIGRATING`/`SMIGRATED`), removing and adding nodes.
+//! - [`DelayProxy`]: puts any server (a fake or a real `redis-server`) a chosen round
+//!   trip away, changeable at run time, for tests and benchmarks at real distances.
 //! - [`FakeRestApi`]: a fake Redis Enterprise REST API over HTTPS (the database
 //!   availability API of lag-aware failback), with switches for lag, unavailability,
 //!   credentials, slowness, redirects, malformed bodies and unfiltered reads.
@@ -116,6 +118,7 @@ mod cmd_strings_range;
 mod cmd_zsets;
 mod cmd_zsets_pop;
 mod conn;
+mod delay_proxy;
 mod faults;
 mod glob;
 mod maintenance;
@@ -139,6 +142,7 @@ mod transactions;
 mod zset;
 
 pub use cluster::FakeCluster;
+pub use delay_proxy::DelayProxy;
 pub use maintenance::Notification;
 pub use observe::ConnectionSnapshot;
 pub use resolver::{Answer, ScriptedResolver};
