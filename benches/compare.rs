@@ -217,9 +217,26 @@ fn profile() {
         Some("get") => false,
         Some(_) => panic!("{usage}"),
     };
-    let server = RedisServer::start();
-    workloads::watch_server(server.pid());
-    let url = server.url();
+    // `BENCH_URL=redis://…`: a server (or proxy) started by hand, so that `perf stat`
+    // and `strace -f` see this process alone.
+    let given = std::env::var("BENCH_URL").ok();
+    let server = given.is_none().then(RedisServer::start);
+    if let Some(server) = &server {
+        workloads::watch_server(server.pid());
+    }
+    // `BENCH_RTT_US=250`: through a delay proxy in its own process (see `distance`).
+    let proxy = server.as_ref().and_then(|server| {
+        std::env::var("BENCH_RTT_US")
+            .ok()
+            .and_then(|v| v.parse::<u64>().ok())
+            .map(|us| distance::Sidecar::proxy(server.port, Duration::from_micros(us)))
+    });
+    let url = match (&given, &proxy, &server) {
+        (Some(url), _, _) => url.clone(),
+        (None, Some(proxy), _) => proxy.url(),
+        (None, None, Some(server)) => server.url(),
+        (None, None, None) => unreachable!("a server is started when none is given"),
+    };
     let client = ours_client(&url);
     let keys = Keys::new("bench:key", 1024, SMALL);
     keys.populate(&client.database());

@@ -94,8 +94,17 @@ impl Sidecar {
         Sidecar { child, port }
     }
 
-    fn url(&self) -> String {
+    pub fn url(&self) -> String {
         format!("redis://127.0.0.1:{}", self.port)
+    }
+
+    /// A delay proxy in front of the server on `port`, `round_trip` away.
+    pub fn proxy(port: u16, round_trip: Duration) -> Sidecar {
+        Sidecar::spawn(&[
+            "proxy".into(),
+            port.to_string(),
+            round_trip.as_micros().to_string(),
+        ])
     }
 }
 
@@ -148,18 +157,17 @@ pub fn table(quick: bool, direct_port: u16, keys: &Keys, notes: &mut Vec<String>
         .map(|v| v.split(',').filter_map(|t| t.trim().parse().ok()).collect())
         .filter(|v: &Vec<usize>| !v.is_empty())
         .unwrap_or_else(|| vec![1, 2, 4, 16, 64]);
-    let rounds = if quick { 1 } else { 3 };
+    let rounds = std::env::var("BENCH_ROUNDS")
+        .ok()
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(if quick { 1 } else { 3 });
     let load_start = crate::load_average();
     let mut cells = Vec::new();
     let mut errors = (0, 0);
     for place in places {
         let child = match place {
             Place::Direct => None,
-            Place::Away(rt) => Some(Sidecar::spawn(&[
-                "proxy".into(),
-                direct_port.to_string(),
-                rt.as_micros().to_string(),
-            ])),
+            Place::Away(rt) => Some(Sidecar::proxy(direct_port, rt)),
             Place::Slow(d) => Some(Sidecar::spawn(&[
                 "slow-server".into(),
                 d.as_micros().to_string(),

@@ -34,6 +34,9 @@ pub(crate) struct Handshake {
     pub server: Vec<(Value, Value)>,
     /// Whether maintenance notifications were opted in to (RESP3 and `+OK`).
     pub maint_notifications: bool,
+    /// The quickest round of the handshake, from its write to the first byte of its
+    /// replies: where the connection's reply floor starts.
+    pub round_trip: Option<std::time::Duration>,
 }
 
 /// Frames written and replies awaited in one pipelined round trip.
@@ -105,6 +108,7 @@ fn run_steps(
         early_pushes: Vec::new(),
         server: Vec::new(),
         maint_notifications: false,
+        round_trip: None,
     };
     let maint = MaintOptIn::new(cfg, peer);
     if options.protocol == Some(Protocol::Resp2) {
@@ -318,6 +322,8 @@ fn exchange(
     hs: &mut Handshake,
 ) -> Result<Vec<Value>> {
     transport.write.write_all(&round.buf)?;
+    let sent = Instant::now();
+    let mut timed = false;
     let mut replies = Vec::with_capacity(round.names.len());
     while replies.len() < round.names.len() {
         match decoder.decode()? {
@@ -337,6 +343,11 @@ fn exchange(
                         e
                     }
                 })?;
+                if n > 0 && !timed {
+                    timed = true;
+                    let took = sent.elapsed();
+                    hs.round_trip = Some(hs.round_trip.map_or(took, |t| t.min(took)));
+                }
                 if n == 0 {
                     // Refused credentials stay an `Auth` error when the server hangs up
                     // before answering the rest of the round (the opt-in or `SELECT`

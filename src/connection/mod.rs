@@ -58,13 +58,13 @@
 pub(crate) mod census;
 pub(crate) mod company;
 pub(crate) mod deadline;
-mod gamble;
 mod handshake;
 mod read_token;
 mod reader;
 pub(crate) mod reply_slot;
 pub(crate) mod tls;
 pub(crate) mod transport;
+mod waiting;
 mod wake_board;
 mod writer;
 
@@ -85,9 +85,10 @@ use crate::metrics;
 use crate::policy::{Accumulator, BreakerPolicy, FaultContext};
 use crate::resp::{Decoder, Value};
 pub(crate) use deadline::{CallTimeout, Deadline};
-use reply_slot::{Outcome, ReplySlot, Waited, Waiting};
+use reply_slot::{Outcome, ReplySlot, Waited};
 use tls::TlsSetup;
 use transport::{ShutdownHandle, Transport, WriteHalf};
+use waiting::Gauges;
 
 /// Called with every push frame (pub/sub, maintenance) the connection receives.
 pub(crate) type PushHandler = Arc<dyn Fn(&ConnectionInfo, Value) + Send + Sync>;
@@ -142,6 +143,8 @@ pub(crate) struct ConnectionInfo {
 pub(crate) struct Pending {
     slot: Arc<ReplySlot>,
     expected: usize,
+    /// When it was queued: the reply floor is measured from here.
+    sent_at: Instant,
     sent_ms: u64,
     /// The call's deadline, counted from the call's start (before any backlog wait),
     /// not from the send.
@@ -201,8 +204,6 @@ struct Outgoing {
     /// No new requests (a handoff drains this connection before closing it): they
     /// come back unsent and go to the connection that replaced it.
     refusing: bool,
-    /// Whether holding a frame for the callers answered with it pays.
-    holding: gamble::Gamble,
 }
 
 pub(crate) struct Shared {
@@ -232,9 +233,8 @@ pub(crate) struct Shared {
     returning: AtomicUsize,
     /// Buffers taken for writing so far.
     flushed: AtomicU64,
-    /// Whether waiters among many take turns for their replies rather than sleep at
-    /// once: it pays while replies come within their turns (see `ReplySlot::wait`).
-    yielding: gamble::Gamble,
+    /// How soon replies come at best: how far away the server is (see `waiting`).
+    floor: waiting::ReplyFloor,
     timeouts: Arc<ServerTimeouts>,
     company: Arc<company::Company>,
     on_push: Option<PushHandler>,
@@ -344,7 +344,6 @@ impl Connection {
                 busy: false,
                 closed: false,
                 refusing: false,
-                holding: gamble::Gamble::default(),
             }),
             writer_wake: Condvar::new(),
             socket: Mutex::new(write),
@@ -366,7 +365,7 @@ impl Connection {
             caller_inflight: AtomicUsize::new(0),
             returning: AtomicUsize::new(0),
             flushed: AtomicU64::new(0),
-            yielding: gamble::Gamble::default(),
+            floor: waiting::ReplyFloor::new(hs.round_trip.unwrap_or(waiting::policy::NEAR)),
             timeouts: cfg.timeouts.clone(),
             company: cfg.company.clone(),
             on_push: cfg.on_push.clone(),
@@ -431,25 +430,10 @@ impl Connection {
         // handed to us (our reply is the next one owed), or take the reply from
         // whoever reads.
         let mut read = submitted.direct;
-        // A caller waits by yielding: one found runnable when its reply lands needs no
-        // wake-up, and between its yields it reads for the others when nobody is
-        // (below). With few in flight it spins first and yields for about two round
-        // trips; with many it takes turns with the others, yielding up to a count.
-        // Parking above 16 in flight instead (a futex pair and two context switches
-        // per call) made 64 threads 2.5× redis-rs against 4.4× (docs/performance.md,
-        // "Many in flight take turns"). The client's own queries park unless few
-        // are in flight: they cannot read for others.
-        let waiting = if submitted.direct {
-            Waiting::Park
-        } else if submitted.alone || self.shared.few_in_flight() {
-            Waiting::SpinFirst
-        } else if traffic.is_caller() {
-            Waiting::YieldTurns
-        } else {
-            Waiting::Park
-        };
-        // Between its yields, a caller that may read for others reads what has arrived
-        // when nobody is reading at that moment (see `reader::help_read`).
+        // A caller waits as the connection's waiting policy says (see `waiting`):
+        // actively while its server is near, so one found runnable when its reply
+        // lands needs no wake-up, and between its yields it reads for the others when
+        // nobody is (see `reader::help_read`); parked at once when the server is far.
         let may_help = traffic.can_lead() && self.shared.direct_ok;
         let look = || {
             if may_help {
@@ -460,7 +444,7 @@ impl Connection {
             if read {
                 reader::direct(&self.shared, &slot, deadline_at);
             }
-            match slot.wait(waiting, deadline_at, look, Some(&self.shared.yielding)) {
+            match slot.wait(&*self.shared, deadline_at, look) {
                 Waited::Lead => read = slot.take_lead(),
                 other => break other,
             }
@@ -578,6 +562,7 @@ impl Connection {
         let mut pending = Pending {
             slot,
             expected: replies.max(1),
+            sent_at: Instant::now(),
             sent_ms: shared.now_ms(),
             deadline,
             traffic,
@@ -630,7 +615,10 @@ impl Connection {
             return Ok(submitted);
         }
         out.buf.extend_from_slice(frame);
-        if can_lead && shared.others_returning() && out.holding.allows() {
+        if can_lead
+            && waiting::policy::holds_for_cohort(shared.in_flight())
+            && shared.others_returning()
+        {
             // Callers answered with us are about to send too: the last of them sends
             // all the frames in one write, which the server reads and answers at once.
             let mut submitted = submitted;
@@ -643,32 +631,23 @@ impl Connection {
     }
 
     /// A frame held for callers answered together with ours: waits briefly for the
-    /// last of them to send it, then sends it ourselves.
+    /// last of them to send it (as the waiting policy allows), then sends it ourselves.
     fn await_flush(&self, seen: u64) {
         let shared = &self.shared;
-        let until = Instant::now() + HOLD_FOR;
-        // Yield from the first look, never spin: the callers we wait for need a core
-        // to send on, and with the server and the others there is none spare. When
-        // this spun 64 times first (a `pause` and a clock read each, about 3.5 µs on
-        // an AMD EPYC), 16 threads made 186.7k calls/s against 257.1k now, and 4
-        // threads 92.0k at 16.6 µs of CPU per call against 103.7k at 14.0 µs
-        // (interleaved medians, docs/performance.md).
+        let mut waiter = waiting::Waiter::new(waiting::Wait::Cohort);
         loop {
             if shared.flushed.load(Ordering::Acquire) > seen {
-                shared.out.lock().holding.record(true);
                 return;
             }
-            if Instant::now() >= until {
-                break;
+            match waiter.next(&**shared) {
+                waiting::Plan::Park => break,
+                plan => waiter.snooze(plan),
             }
-            std::thread::yield_now();
         }
         let out = shared.out.lock();
         if shared.flushed.load(Ordering::Acquire) > seen {
-            out.holding.record(true);
             return;
         }
-        out.holding.record(false);
         shared.returning.store(0, Ordering::Relaxed);
         if out.busy || out.buf.is_empty() || out.closed {
             return;
@@ -803,6 +782,16 @@ impl Connection {
     }
 }
 
+impl waiting::Gauges for Shared {
+    fn floor(&self) -> Duration {
+        self.floor.get()
+    }
+
+    fn in_flight(&self) -> usize {
+        self.caller_inflight.load(Ordering::Relaxed)
+    }
+}
+
 impl Shared {
     fn now_ms(&self) -> u64 {
         self.epoch.elapsed().as_millis() as u64
@@ -872,12 +861,10 @@ impl Shared {
     ///
     /// Counted on the connection and client-wide: with 64 callers the connection's
     /// own count dips below the bar each time a read answers most of them, and the
-    /// first callers back then wrote, held and spun as if alone, taking the cores
-    /// the others' replies needed (64 threads, interleaved medians: 174k → 183k
-    /// calls/s, 0.24 → 0.05 `sched_yield` per call).
+    /// first callers back would then write, hold and wait as if alone, taking the
+    /// cores the others' replies need.
     fn few_in_flight(&self) -> bool {
-        self.caller_inflight.load(Ordering::Relaxed) <= FEW_IN_FLIGHT
-            && self.company.waiting() <= FEW_IN_FLIGHT
+        waiting::policy::is_few(self.in_flight()) && waiting::policy::is_few(self.company.waiting())
     }
 
     /// Whether callers answered with us are still to send (counts us back in).
@@ -920,13 +907,9 @@ impl Shared {
     /// nothing else is owed: the next request is likely to come alone too, and its
     /// caller then reads its own reply. Two in a row, not one: with many threads a
     /// queue that empties once in a while would otherwise send the thread back and
-    /// forth. Sets the short read timeout direct readers need to watch their
-    /// deadlines; `false` (keep reading) if that fails.
+    /// forth.
     fn stand_down(&self, rs: &mut reader::ReadState) -> bool {
         if !self.direct_ok || rs.lone_streak < LONE_STREAK || !rs.between_frames() {
-            return false;
-        }
-        if !self.tick_on(rs) {
             return false;
         }
         let mut q = self.pending.lock();
@@ -967,23 +950,19 @@ impl Shared {
         }
     }
 
-    /// Turns on the short read timeout a caller reading needs to watch its deadline;
-    /// `false` if the socket refused it (the thread keeps the token).
-    fn tick_on(&self, rs: &mut reader::ReadState) -> bool {
-        if !rs.ticking {
-            if self.shutdown.set_read_timeout(Some(READ_TICK)).is_err() {
-                return false;
-            }
-            rs.ticking = true;
+    /// Sets the socket's read timeout, when it differs from the one set: `None` for
+    /// the reader thread, which blocks until bytes come; a caller blocking in `recv`
+    /// sets what is left of its call (see `reader::direct`). `false` if the socket
+    /// refused it.
+    fn read_timeout(&self, rs: &mut reader::ReadState, timeout: Option<Duration>) -> bool {
+        if rs.read_timeout == timeout {
+            return true;
         }
+        if self.shutdown.set_read_timeout(timeout).is_err() {
+            return false;
+        }
+        rs.read_timeout = timeout;
         true
-    }
-
-    /// Clears that read timeout: the reader thread blocks until bytes come.
-    fn tick_off(&self, rs: &mut reader::ReadState) {
-        if rs.ticking && self.shutdown.set_read_timeout(None).is_ok() {
-            rs.ticking = false;
-        }
     }
 
     fn dispatch_push(&self, push: Value) {
@@ -1074,25 +1053,11 @@ struct Submitted {
 /// 8 MiB `SET` written by its caller to a server that stopped reading returned 1.48 s
 /// after its 500 ms timeout).
 const DIRECT_WRITE_MAX: usize = 16 * 1024;
-/// Caller requests in flight up to which callers write their own frames and read
-/// when handed the token; above it the writer thread batches and the reader thread
-/// reads. 16, not 4, measured when this bar also chose between yielding and parking
-/// for a reply (16 threads 65–86k calls/s against 36–68k, interleaved); callers now
-/// yield at any count (see `Connection::request`). See docs/performance.md.
-const FEW_IN_FLIGHT: usize = 16;
-/// How long a held frame waits for the callers answered with it before it is sent
-/// anyway: they spin and yield for their replies, so they are back within
-/// microseconds.
-const HOLD_FOR: Duration = Duration::from_micros(30);
 /// Lone requests in a row before the reader thread stands down.
 const LONE_STREAK: u32 = 2;
 /// How long a connection goes without traffic before a caller that finds the token
 /// free looks at the socket before sending (see `Shared::look_before_sending`).
 const QUIET_MS: u64 = 1;
-/// The read timeout while direct reads are possible: how often a direct reader blocked
-/// on a silent server looks at its deadline (which a relaxed window may move).
-const READ_TICK: Duration = Duration::from_millis(10);
-
 /// Why a request did not produce an outcome.
 #[derive(Debug)]
 pub(crate) enum RequestError {

@@ -15,9 +15,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::gamble::Gamble;
 use super::reply_slot::{Outcome, ReplySlot};
 use super::transport::{Polling, ReadHalf};
+use super::waiting::{Plan, Wait, Waiter};
 use super::Shared;
 use crate::error::{Error, ErrorKind, FailureKind};
 use crate::resp::{Decoder, Value};
@@ -31,10 +31,11 @@ pub(crate) struct ReadState {
     /// Requests in a row completed that were sent by a caller alone on the connection:
     /// the sign that the next one will be too, so the thread stands down.
     pub(super) lone_streak: u32,
-    /// Whether the socket has the short read timeout direct readers need.
-    pub(super) ticking: bool,
-    /// Whether direct readers poll before blocking.
-    poll_gate: Gamble,
+    /// The read timeout set on the socket (`None`: a blocking read waits for bytes).
+    pub(super) read_timeout: Option<Duration>,
+    /// When the latest read that brought bytes began a frame (nothing was left half
+    /// read before it): the reply floor is sampled from it, once per such read.
+    frame_read_at: Option<Instant>,
     /// Socket reads that brought bytes, and the one whose answered callers
     /// `Shared::returning` counts.
     reads: u64,
@@ -50,8 +51,8 @@ impl ReadState {
             read,
             partial: Vec::new(),
             lone_streak: 0,
-            ticking: false,
-            poll_gate: Gamble::default(),
+            read_timeout: None,
+            frame_read_at: None,
             reads: 0,
             counted_read: 0,
             wakes: Default::default(),
@@ -150,6 +151,7 @@ pub(super) enum ReadMode {
 
 /// Reads once from the socket into the decoder.
 pub(super) fn read_once(shared: &Shared, rs: &mut ReadState, mode: ReadMode) -> Read {
+    let began_frame = rs.decoder.buffered() == 0;
     let result = match mode {
         // Even without waiting for bytes, a `recv` sleeps on the socket's lock while
         // a send holds it (see `let_the_send_return`): nothing yet, look again.
@@ -170,6 +172,9 @@ pub(super) fn read_once(shared: &Shared, rs: &mut ReadState, mode: ReadMode) -> 
             Read::Failed
         }
         Ok(_) => {
+            if began_frame {
+                rs.frame_read_at = Some(Instant::now());
+            }
             rs.reads = rs.reads.wrapping_add(1);
             shared
                 .last_read_ms
@@ -192,25 +197,18 @@ pub(super) fn read_once(shared: &Shared, rs: &mut ReadState, mode: ReadMode) -> 
     }
 }
 
-/// How long a blocking read lets a send on its socket return first: a cohort's
-/// write on loopback takes a few microseconds; one stuck on a full socket must not
-/// hold replies up.
-const SEND_RETURNS_WITHIN: Duration = Duration::from_micros(50);
-
-/// Yields until a send in progress on this socket has returned, for at most
-/// `SEND_RETURNS_WITHIN`. The kernel holds a TCP socket's lock for a whole send (on
-/// loopback that includes delivering to the server), and a `recv` entered meanwhile
-/// sleeps on that lock: a context switch, a wake-up, and the core left to halt when
-/// nothing else runs there. At 4 threads that was 0.16 sleeps per call, every one of
-/// them in `lock_sock` under `tcp_recvmsg` (docs/performance.md, "A read lets the
-/// send return first").
+/// Waits, as the waiting policy allows, for a send in progress on this socket to
+/// return. The kernel holds a TCP socket's lock for a whole send (on loopback that
+/// includes delivering to the server), and a `recv` entered meanwhile sleeps on that
+/// lock: a context switch, a wake-up, and the core left to halt when nothing else runs
+/// there.
 fn let_the_send_return(shared: &Shared) {
-    if !shared.socket.is_locked() {
-        return;
-    }
-    let until = Instant::now() + SEND_RETURNS_WITHIN;
-    while shared.socket.is_locked() && Instant::now() < until {
-        std::thread::yield_now();
+    let mut waiter = Waiter::new(Wait::SendReturns);
+    while shared.socket.is_locked() {
+        match waiter.next(shared) {
+            Plan::Park => return,
+            plan => waiter.snooze(plan),
+        }
     }
 }
 
@@ -241,6 +239,13 @@ fn handle(shared: &Shared, rs: &mut ReadState, frame: Value) -> bool {
         shared.fail(FailureKind::ProtocolFailure, e);
         return false;
     };
+    if rs.partial.is_empty() {
+        if let Some(read_at) = rs.frame_read_at.take() {
+            shared
+                .floor
+                .record(read_at.saturating_duration_since(front.sent_at));
+        }
+    }
     let outcome = if front.expected == 1 && rs.partial.is_empty() {
         Outcome::One(frame)
     } else {
@@ -295,9 +300,6 @@ pub(super) fn help_read(shared: &Shared) {
     }
 }
 
-/// How long a direct reader polls before blocking: about two loopback round trips.
-const POLL_FOR: Duration = Duration::from_micros(40);
-
 /// The reader thread: reads while it holds the token; stands down when a caller
 /// alone on the connection is about to read its own reply; takes the token back when
 /// asked, or when nobody used it for a tick.
@@ -305,12 +307,19 @@ pub(super) fn run(shared: Arc<Shared>) {
     loop {
         {
             let mut rs = shared.reading.lock();
-            shared.tick_off(&mut rs);
+            // The thread blocks until bytes come (a caller may have set a timeout).
+            if !shared.read_timeout(&mut rs, None) {
+                shared.fail(
+                    FailureKind::SocketFailure,
+                    Error::new(ErrorKind::Io, "cannot clear the socket's read timeout"),
+                );
+                return;
+            }
             loop {
                 if !drain(&shared, &mut rs) {
                     return;
                 }
-                if shared.stand_down(&mut rs) || promote(&shared, &mut rs) {
+                if shared.stand_down(&mut rs) || promote(&shared) {
                     break;
                 }
                 if let Read::Failed = read_once(&shared, &mut rs, ReadMode::Block) {
@@ -328,49 +337,62 @@ pub(super) fn run(shared: Arc<Shared>) {
 /// else that arrives first, in order) or `deadline()` passes, then hands the token on
 /// (see `pass_on`).
 ///
-/// For the first `POLL_FOR` it polls the socket instead of blocking in `recv`,
-/// yielding between looks: a loopback reply comes back within that, and a thread that
-/// never slept needs no wake-up (nor leaves its core to halt, which on a VM makes the
-/// wake-up slow). The yield gives the core to whoever else needs it: the server, the
-/// callers answered last and about to send. Measured (interleaved against blocking
-/// at once in a cohort and pausing 4 µs between polls when alone, docs/performance.md,
-/// "A cohort's reader polls"): 2 threads 2.05× → 2.70× redis-rs at 0.98 → 0.84 its CPU
-/// per call, 4 threads 1.29× → 1.43× at 1.38 → 1.28, 8 threads 1.93× → 1.99×.
+/// While the waiting policy says the reply is near, it polls the socket instead of
+/// blocking in `recv`, yielding between looks (without the read state, so a caller
+/// waiting next to it that runs first reads what arrived meanwhile, see `help_read`):
+/// a thread that never slept needs no wake-up, nor leaves its core to halt. Then, or
+/// at once when the server is far, it blocks in `recv` until bytes come or its
+/// deadline passes.
 pub(super) fn direct(shared: &Shared, mine: &ReplySlot, mut deadline: impl FnMut() -> Instant) {
     let mut rs = shared.reading.lock();
-    let started = Instant::now();
-    let poll_until = (rs.read.can_poll() && rs.poll_gate.allows()).then(|| started + POLL_FOR);
-    let mut answered_while_polling = false;
+    let mut waiter = Waiter::new(Wait::Bytes);
     loop {
-        let now = Instant::now();
-        if !drain(shared, &mut rs) || now >= deadline() {
+        if !drain(shared, &mut rs) || Instant::now() >= deadline() || mine.is_done() {
             break;
         }
-        let polling = poll_until.is_some_and(|until| now < until);
-        if mine.is_done() {
-            answered_while_polling = polling;
-            break;
-        }
-        let mode = if polling {
-            ReadMode::Poll
+        let plan = if rs.read.can_poll() {
+            waiter.next(shared)
         } else {
-            ReadMode::Block
+            Plan::Park
         };
+        let mode = match plan {
+            Plan::Park => ReadMode::Block,
+            Plan::Spin | Plan::Yield => ReadMode::Poll,
+        };
+        // A blocking read wakes by the call's deadline at the latest (which a relaxed
+        // window may move later: it then blocks again).
+        if mode == ReadMode::Block && !shared.read_timeout(&mut rs, Some(time_left(deadline()))) {
+            break;
+        }
         match read_once(shared, &mut rs, mode) {
             Read::Failed => break,
-            // Yields without the read state: a caller waiting next to us that runs
-            // first reads what arrived meanwhile (`help_read`).
-            Read::Idle if polling => {
-                parking_lot::MutexGuard::unlocked(&mut rs, std::thread::yield_now);
+            Read::Idle if plan == Plan::Yield => {
+                parking_lot::MutexGuard::unlocked(&mut rs, || waiter.snooze(plan));
             }
+            Read::Idle if plan == Plan::Spin => waiter.snooze(plan),
             Read::Idle | Read::Progress => {}
         }
     }
-    if poll_until.is_some() {
-        rs.poll_gate.record(answered_while_polling);
-    }
     pass_on(shared, &rs);
     drop(rs);
+}
+
+/// What is left until `deadline`, as a socket read timeout: coarse while far off
+/// (whole 100 ms, rounded down, so successive calls set the same value and the socket
+/// is not asked again), exact near the end; at least a millisecond.
+fn time_left(deadline: Instant) -> Duration {
+    const STEP: Duration = Duration::from_millis(100);
+    // A call that waits without end (a blocking command's `0`) looks every hour.
+    const LONGEST: Duration = Duration::from_secs(3600);
+    let left = deadline
+        .saturating_duration_since(Instant::now())
+        .min(LONGEST);
+    let coarse = if left > 2 * STEP {
+        STEP * (left.as_millis() / STEP.as_millis()) as u32
+    } else {
+        left
+    };
+    coarse.max(Duration::from_millis(1))
 }
 
 /// A caller done reading hands the token on: to nobody when nothing is owed, to the
@@ -411,7 +433,7 @@ fn offer_front(shared: &Shared, pending: &mut super::PendingQueue) -> bool {
 
 /// The reader thread hands the token to the caller whose reply comes next, so the
 /// reply wakes that caller directly instead of this thread and then the caller.
-fn promote(shared: &Shared, rs: &mut ReadState) -> bool {
+fn promote(shared: &Shared) -> bool {
     if !shared.direct_ok {
         return false;
     }
@@ -426,9 +448,6 @@ fn promote(shared: &Shared, rs: &mut ReadState) -> bool {
         .front()
         .is_some_and(|p| p.traffic.can_lead())
     {
-        return false;
-    }
-    if !shared.tick_on(rs) {
         return false;
     }
     let mut pending = shared.pending.lock();

@@ -14,7 +14,7 @@ use std::time::Instant;
 
 use parking_lot::Mutex;
 
-use super::gamble::Gamble;
+use super::waiting::{Gauges, Plan, Wait, Waiter};
 use super::wake_board::{self, Place, WakeBoard};
 use crate::error::Error;
 use crate::resp::Value;
@@ -54,23 +54,6 @@ pub(crate) struct ReplySlot {
 }
 
 const NO_PLACE: u64 = u64::MAX;
-
-/// How a caller waits for its slot.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Waiting {
-    /// Few callers in flight: spins, then yields for about two round trips, then
-    /// parks.
-    SpinFirst,
-    /// Many callers in flight: yields up to `TURNS` times (for at most `TURNS_FOR`),
-    /// then parks. Each yield hands the core to another caller's work, so a wait
-    /// spans many of their turns but only a few of its own, and costs no wake-up.
-    /// The count bounds what a wait burns when nobody else wants the core (a slow
-    /// server), as `YIELD_FOR` does for `SpinFirst`, and the connection's bet stops
-    /// the turns while waits keep outlasting them (see `wait`).
-    YieldTurns,
-    /// Parks at once.
-    Park,
-}
 
 /// How a wait ended.
 pub(crate) enum Waited {
@@ -202,54 +185,36 @@ impl ReplySlot {
         }
     }
 
-    /// Waits until completed or until `deadline()` passes. The deadline is re-read on
-    /// every wake-up so a relaxed timeout that starts while we wait extends the wait.
-    /// While yielding, `look()` runs between two looks at the slot: a caller's look at
-    /// its connection's socket (`reader::help_read`), which may complete this slot.
-    /// `yielding` is the connection's bet that taking turns pays (`YieldTurns`): when
-    /// it is paused the waiter parks at once, and each wait that took turns records
-    /// whether its reply came before it had to park. A slow server or network makes
-    /// every wait a miss, and yielding then only burns the cores: with replies 1 ms
-    /// late at 64 threads (the testkit's fake), 50.6 µs of CPU per call against 20.2
-    /// µs parking at once, 29.6 µs with the bet.
+    /// Waits until completed or until `deadline()` passes, actively while the
+    /// connection's waiting policy says so (see `waiting`), then parked. The deadline
+    /// is re-read on every look so a relaxed timeout that starts while we wait extends
+    /// the wait. Before each yield, `look()` runs: a caller's look at its connection's
+    /// socket (`reader::help_read`), which may complete this slot.
     pub(crate) fn wait(
         &self,
-        how: Waiting,
+        gauges: &impl Gauges,
         mut deadline: impl FnMut() -> Instant,
         mut look: impl FnMut(),
-        yielding: Option<&Gamble>,
     ) -> Waited {
-        match how {
-            Waiting::SpinFirst => {
-                // A short spin catches a reply that is already on its way without
-                // paying for a park/unpark pair.
-                for _ in 0..SPIN_ROUNDS {
+        let mut waiter = Waiter::new(Wait::Reply);
+        loop {
+            if let Some(w) = self.settled(&mut deadline) {
+                return w;
+            }
+            if Instant::now() >= deadline() {
+                break;
+            }
+            match waiter.next(gauges) {
+                Plan::Park => break,
+                Plan::Yield => {
+                    look();
                     if let Some(w) = self.settled(&mut deadline) {
                         return w;
                     }
-                    std::hint::spin_loop();
+                    waiter.snooze(Plan::Yield);
                 }
-                // Then yield for a round trip's worth of time: the core goes to the
-                // reader (and the server) instead of being burnt, and a reply found
-                // here costs no park/unpark pair. No bet here: with few in flight a
-                // parked waiter's wake-up costs a halted core's, and the window
-                // already bounds the burn.
-                let until = Instant::now() + YIELD_FOR;
-                if let Some(w) = self.yield_until(until, u32::MAX, &mut deadline, &mut look) {
-                    return w;
-                }
+                spin => waiter.snooze(spin),
             }
-            Waiting::YieldTurns if yielding.is_none_or(Gamble::allows) => {
-                let until = Instant::now() + TURNS_FOR;
-                let settled = self.yield_until(until, TURNS, &mut deadline, &mut look);
-                if let Some(gate) = yielding {
-                    gate.record(settled.is_some());
-                }
-                if let Some(w) = settled {
-                    return w;
-                }
-            }
-            Waiting::YieldTurns | Waiting::Park => {}
         }
         loop {
             if self.state.load(Ordering::Acquire) == DONE {
@@ -277,30 +242,6 @@ impl ReplySlot {
         }
     }
 
-    /// Yields until settled, `until` passes or `turns` yields were made, running
-    /// `look()` between looks at the slot; `None` when it is time to park.
-    fn yield_until(
-        &self,
-        until: Instant,
-        turns: u32,
-        deadline: &mut impl FnMut() -> Instant,
-        look: &mut impl FnMut(),
-    ) -> Option<Waited> {
-        let mut made = 0;
-        while made < turns && Instant::now() < until {
-            if let Some(w) = self.settled(deadline) {
-                return Some(w);
-            }
-            look();
-            if let Some(w) = self.settled(deadline) {
-                return Some(w);
-            }
-            std::thread::yield_now();
-            made += 1;
-        }
-        None
-    }
-
     /// The outcome when delivered, or `Lead` when the read token was handed over and
     /// there is still time to read (out of time, the park loop gives up instead).
     fn settled(&self, deadline: &mut impl FnMut() -> Instant) -> Option<Waited> {
@@ -318,96 +259,115 @@ impl ReplySlot {
     }
 }
 
-const SPIN_ROUNDS: u32 = 64;
-/// About two loopback round trips.
-const YIELD_FOR: std::time::Duration = std::time::Duration::from_micros(100);
-/// Yields a waiter among many makes before it parks. At 64 threads a wait took 1.3
-/// yields on average, and 16, 32, 64 and 128 measured alike (docs/performance.md,
-/// "Many in flight take turns"): the smallest that never cut a wait short there
-/// bounds the burn best.
-const TURNS: u32 = 32;
-/// The longest a waiter among many yields before it parks.
-const TURNS_FOR: std::time::Duration = std::time::Duration::from_millis(1);
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::connection::waiting::policy::TURNS;
     use std::sync::Arc;
     use std::time::Duration;
 
+    /// A connection as the waiting policy sees it: how far its server is, and how
+    /// many callers are in flight.
+    struct Seen {
+        floor: Duration,
+        in_flight: usize,
+    }
+
+    impl Gauges for Seen {
+        fn floor(&self) -> Duration {
+            self.floor
+        }
+        fn in_flight(&self) -> usize {
+            self.in_flight
+        }
+    }
+
+    const NEAR_ALONE: Seen = Seen {
+        floor: Duration::from_micros(30),
+        in_flight: 1,
+    };
+    const NEAR_AMONG_MANY: Seen = Seen {
+        floor: Duration::from_micros(30),
+        in_flight: 64,
+    };
+    const FAR: Seen = Seen {
+        floor: Duration::from_millis(1),
+        in_flight: 4,
+    };
+
+    /// Completes `slot` once its waiter has stopped looking (it sleeps), or after a
+    /// while.
+    fn complete_once_asleep(
+        slot: &Arc<ReplySlot>,
+        looks: &Arc<std::sync::atomic::AtomicU32>,
+    ) -> thread::JoinHandle<()> {
+        let (slot, looks) = (slot.clone(), looks.clone());
+        thread::spawn(move || {
+            let until = Instant::now() + Duration::from_secs(5);
+            let mut last = u32::MAX;
+            loop {
+                let now = looks.load(Ordering::SeqCst);
+                if now == last || Instant::now() > until {
+                    break;
+                }
+                last = now;
+                thread::sleep(Duration::from_millis(20));
+            }
+            slot.complete(Outcome::One(Value::Int(9)));
+        })
+    }
+
     #[test]
     fn completion_wakes_the_waiter() {
-        let slot = Arc::new(ReplySlot::for_current_thread());
-        let s2 = slot.clone();
-        let t = thread::spawn(move || s2.complete(Outcome::One(Value::Int(7))));
-        let deadline = Instant::now() + Duration::from_secs(10);
-        match slot.wait(Waiting::SpinFirst, || deadline, || {}, None) {
-            Waited::Ready(Outcome::One(Value::Int(7))) => {}
-            _ => panic!("expected the reply"),
+        for seen in [NEAR_ALONE, NEAR_AMONG_MANY, FAR] {
+            let slot = Arc::new(ReplySlot::for_current_thread());
+            let s2 = slot.clone();
+            let t = thread::spawn(move || s2.complete(Outcome::One(Value::Int(7))));
+            let deadline = Instant::now() + Duration::from_secs(10);
+            match slot.wait(&seen, || deadline, || {}) {
+                Waited::Ready(Outcome::One(Value::Int(7))) => {}
+                _ => panic!("expected the reply"),
+            }
+            t.join().unwrap();
         }
-        t.join().unwrap();
     }
 
     #[test]
     fn a_waiter_among_many_yields_a_bounded_number_of_times_then_sleeps_until_its_reply() {
         let slot = Arc::new(ReplySlot::for_current_thread());
         let looks = Arc::new(std::sync::atomic::AtomicU32::new(0));
-        let (s2, l2) = (slot.clone(), looks.clone());
-        // Completes once the waiter has stopped looking (it sleeps), or after a while.
-        let t = thread::spawn(move || {
-            let until = Instant::now() + Duration::from_secs(5);
-            let mut last = u32::MAX;
-            loop {
-                let now = l2.load(Ordering::SeqCst);
-                if (now > 0 && now == last) || Instant::now() > until {
-                    break;
-                }
-                last = now;
-                thread::sleep(Duration::from_millis(20));
-            }
-            s2.complete(Outcome::One(Value::Int(9)));
-        });
+        let t = complete_once_asleep(&slot, &looks);
         let deadline = Instant::now() + Duration::from_secs(10);
         let waited = slot.wait(
-            Waiting::YieldTurns,
+            &NEAR_AMONG_MANY,
             || deadline,
             || {
                 looks.fetch_add(1, Ordering::SeqCst);
             },
-            None,
         );
         assert!(matches!(waited, Waited::Ready(Outcome::One(Value::Int(9)))));
-        assert!(
-            looks.load(Ordering::SeqCst) <= TURNS,
-            "yielded past its turns"
-        );
+        let made = looks.load(Ordering::SeqCst);
+        assert!(made > 0, "never took a turn");
+        assert!(made <= TURNS, "yielded past its turns");
         t.join().unwrap();
     }
 
     #[test]
-    fn waits_that_outlast_their_yields_stop_yielding_for_a_while() {
-        // A slow server: every reply comes after the waiter had to park. After three
-        // such waits in a row the connection's callers park at once.
-        let gate = Gamble::default();
-        let looks = std::cell::Cell::new(0);
-        let wait_once = || {
-            let slot = ReplySlot::for_current_thread();
-            let past = Instant::now();
-            let waited = slot.wait(
-                Waiting::YieldTurns,
-                || past,
-                || looks.set(looks.get() + 1),
-                Some(&gate),
-            );
-            assert!(matches!(waited, Waited::TimedOut));
-        };
-        for _ in 0..3 {
-            wait_once();
-        }
-        assert!(looks.get() > 0, "yielded while the bet paid");
-        let before = looks.get();
-        wait_once();
-        assert_eq!(looks.get(), before, "yielded after three misses in a row");
+    fn a_waiter_for_a_far_server_sleeps_without_a_look() {
+        let slot = Arc::new(ReplySlot::for_current_thread());
+        let looks = Arc::new(std::sync::atomic::AtomicU32::new(0));
+        let t = complete_once_asleep(&slot, &looks);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let waited = slot.wait(
+            &FAR,
+            || deadline,
+            || {
+                looks.fetch_add(1, Ordering::SeqCst);
+            },
+        );
+        assert!(matches!(waited, Waited::Ready(Outcome::One(Value::Int(9)))));
+        assert_eq!(looks.load(Ordering::SeqCst), 0, "yielded for a far reply");
+        t.join().unwrap();
     }
 
     #[test]
@@ -415,7 +375,7 @@ mod tests {
         let slot = ReplySlot::for_current_thread();
         let past = Instant::now();
         assert!(matches!(
-            slot.wait(Waiting::SpinFirst, || past, || {}, None),
+            slot.wait(&NEAR_ALONE, || past, || {}),
             Waited::TimedOut
         ));
         slot.complete(Outcome::One(Value::Int(1)));
@@ -428,10 +388,7 @@ mod tests {
         let s2 = slot.clone();
         let t = thread::spawn(move || s2.offer_lead());
         let deadline = Instant::now() + Duration::from_secs(10);
-        assert!(matches!(
-            slot.wait(Waiting::Park, || deadline, || {}, None),
-            Waited::Lead
-        ));
+        assert!(matches!(slot.wait(&FAR, || deadline, || {}), Waited::Lead));
         assert!(t.join().unwrap(), "offered to a waiter");
         assert!(slot.take_lead());
         assert!(!slot.lead_pending(), "taken once");
@@ -442,7 +399,7 @@ mod tests {
         let gave_up = ReplySlot::for_current_thread();
         let past = Instant::now();
         assert!(matches!(
-            gave_up.wait(Waiting::Park, || past, || {}, None),
+            gave_up.wait(&FAR, || past, || {}),
             Waited::TimedOut
         ));
         assert!(!gave_up.offer_lead());

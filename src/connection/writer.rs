@@ -6,12 +6,6 @@ use std::sync::Arc;
 
 use super::Shared;
 
-/// Caller requests in flight above which the writer yields once before writing. Measured
-/// (interleaved runs, GET/SET against redis-rs with a connection per thread): 16
-/// threads 1.33-1.36x without the yield, 1.49-1.62x with it; 64 threads 1.38-1.78x
-/// without, 1.87-2.13x with; a lone caller never waits for it.
-const LINGER_ABOVE: usize = 4;
-
 pub(super) fn run(shared: Arc<Shared>) {
     loop {
         let mut batch = {
@@ -23,7 +17,9 @@ pub(super) fn run(shared: Arc<Shared>) {
                 return;
             }
             // The in-flight counter, not the waiters' queue: no second lock per write.
-            if shared.caller_inflight.load(Ordering::Relaxed) > LINGER_ABOVE {
+            if super::waiting::policy::writer_lingers(
+                shared.caller_inflight.load(Ordering::Relaxed),
+            ) {
                 // Many callers in flight: the ones just woken by their replies are about
                 // to queue their next command; one yield lets them join this write.
                 drop(out);
