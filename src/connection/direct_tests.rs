@@ -7,8 +7,10 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
+use super::reply_slot::{Outcome, ReplySlot};
+use super::writing::DIRECT_WRITE_MAX;
 use super::transport::Dial;
 use super::*;
 use crate::clock;
@@ -178,7 +180,7 @@ fn a_waiting_caller_reads_the_replies_while_the_token_s_holder_is_away() {
             "a waiting caller read the reply"
         );
         let deadline = Instant::now() + Duration::from_secs(5);
-        reader::direct(&conn.shared, &slot, || deadline);
+        read_turns::direct(&conn.shared, &slot, || deadline);
         match slot.try_take() {
             Some(Outcome::One(v)) => assert_eq!(v.as_bytes(), Some(&b"away"[..])),
             _ => panic!("expected the reply"),

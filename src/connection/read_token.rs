@@ -1,9 +1,39 @@
-//! Who reads a connection's replies: the reader thread, one caller, or nobody (the
-//! thread stood down and the next caller may take it). Changed only under the
-//! connection's `pending` lock; the decoder and read half it grants are in
-//! `reader::ReadState`, behind the `reading` lock.
+//! Who reads a connection's replies: the read token, a state machine of three places
+//! and eight moves. It changes only under the connection's `pending` lock; the decoder
+//! and read half it grants are in `reader::ReadState`, behind the `reading` lock.
+//!
+//! ```text
+//!                          stand down
+//!               ┌────────┐ ──────────▶ ┌────────┐
+//!               │ Thread │             │ Nobody │
+//!               └────────┘ ◀────────── └────────┘
+//!                 │    ▲    summon,       │   ▲
+//!                 │    │    reclaim       │   │
+//!         promote │    │                  │   │ release
+//!                 │    │ pass to    take  │   │
+//!                 │    │ thread     free  │   │
+//!                 ▼    │                  ▼   │
+//!               ┌──────┴──────────────────────┴┐
+//!               │            Caller            │ ⟲ pass to caller
+//!               └──────────────────────────────┘
+//! ```
+//!
+//! - **stand down** (the reader thread): the callers it last answered were alone on
+//!   the connection and nothing is owed; the next caller reads its own reply.
+//! - **take free** (a caller, as it queues its request): nobody holds the token, so it
+//!   reads its own reply, as a dedicated connection would.
+//! - **release** (a caller done reading): nothing is owed.
+//! - **pass to caller** (a caller done reading, or **promote**: the reader thread with
+//!   few callers in flight): to the caller whose reply comes next, when it waits and
+//!   may read; it was going to be woken for its reply anyway.
+//! - **pass to thread** (a caller done reading): replies are owed that the next caller
+//!   cannot read (a probe, a heartbeat, a caller out of time), or a frame is half read.
+//! - **summon** (a caller queueing a request it will not read itself, while nobody
+//!   holds the token) and **reclaim** (the stood-down thread, after a tick in which no
+//!   caller took the token): the thread reads again, so pushes and the close of an
+//!   idle connection are still seen.
 
-/// Who holds the read token.
+/// Where the read token is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Holder {
     /// The reader thread reads (blocking, no read timeout).
@@ -15,7 +45,29 @@ pub(crate) enum Holder {
     Nobody,
 }
 
-/// The read token's place.
+/// A move of the token (see the module documentation for when each is made).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Move {
+    /// Thread → Nobody.
+    StandDown,
+    /// Thread → Caller.
+    Promote,
+    /// Nobody → Caller.
+    TakeFree,
+    /// Nobody → Thread.
+    Summon,
+    /// Nobody → Thread, when no caller took the token since the thread saw `seen`
+    /// caller turns.
+    Reclaim { seen: u64 },
+    /// Caller → Caller.
+    PassToCaller,
+    /// Caller → Thread.
+    PassToThread,
+    /// Caller → Nobody.
+    Release,
+}
+
+/// The read token.
 #[derive(Debug)]
 pub(crate) struct ReadToken {
     holder: Holder,
@@ -46,39 +98,26 @@ impl ReadToken {
         self.caller_turns
     }
 
-    /// A caller takes the token if nobody holds it.
-    pub(crate) fn take_free(&mut self) -> bool {
-        if self.holder != Holder::Nobody {
-            return false;
+    /// Makes the move when the token is where the move starts (and, for a reclaim,
+    /// no caller took it since); whether it was made.
+    pub(crate) fn apply(&mut self, m: Move) -> bool {
+        use Holder::{Caller, Nobody, Thread};
+        let to = match (self.holder, m) {
+            (Thread, Move::StandDown) => Nobody,
+            (Thread, Move::Promote) => Caller,
+            (Nobody, Move::TakeFree) => Caller,
+            (Nobody, Move::Summon) => Thread,
+            (Nobody, Move::Reclaim { seen }) if seen == self.caller_turns => Thread,
+            (Caller, Move::PassToCaller) => Caller,
+            (Caller, Move::PassToThread) => Thread,
+            (Caller, Move::Release) => Nobody,
+            _ => return false,
+        };
+        if to == Caller {
+            self.caller_turns += 1;
         }
-        self.give_to_caller();
+        self.holder = to;
         true
-    }
-
-    /// Its holder hands it to a caller (which was offered it and will read).
-    pub(crate) fn give_to_caller(&mut self) {
-        self.holder = Holder::Caller;
-        self.caller_turns += 1;
-    }
-
-    /// A caller done reading leaves it with nobody, or the thread stands down.
-    pub(crate) fn release(&mut self) {
-        self.holder = Holder::Nobody;
-    }
-
-    /// The reader thread takes it (replies are owed that no caller will read).
-    pub(crate) fn give_to_thread(&mut self) {
-        self.holder = Holder::Thread;
-    }
-
-    /// The stood-down thread's tick ended: it takes the token back when nobody holds
-    /// it and no caller was given it since `seen` turns.
-    pub(crate) fn reclaim_unused(&mut self, seen: u64) -> bool {
-        if self.holder == Holder::Nobody && self.caller_turns == seen {
-            self.holder = Holder::Thread;
-            return true;
-        }
-        false
     }
 }
 
@@ -127,88 +166,94 @@ mod tests {
         assert_eq!(ReclaimTick::new().current(), ReclaimTick::FIRST);
     }
 
-    /// One move, and what it returns (moves that cannot be refused return `true`).
-    #[derive(Clone, Copy)]
-    enum Move {
-        TakeFree,
-        Release,
-        ToCaller,
-        ToThread,
-        Reclaim(u64),
-    }
-
-    fn apply(token: &mut ReadToken, m: Move) -> bool {
-        match m {
-            Move::TakeFree => return token.take_free(),
-            Move::Release => token.release(),
-            Move::ToCaller => token.give_to_caller(),
-            Move::ToThread => token.give_to_thread(),
-            Move::Reclaim(seen) => return token.reclaim_unused(seen),
+    #[test]
+    fn every_move_goes_where_the_drawing_says_and_only_from_where_it_starts() {
+        use Holder::{Caller, Nobody, Thread};
+        // (move, from, to): the arrows of the module's drawing. From any other place
+        // the move is refused and the token stays.
+        let arrows = [
+            (Move::StandDown, Thread, Nobody),
+            (Move::Promote, Thread, Caller),
+            (Move::TakeFree, Nobody, Caller),
+            (Move::Summon, Nobody, Thread),
+            (Move::Reclaim { seen: 0 }, Nobody, Thread),
+            (Move::PassToCaller, Caller, Caller),
+            (Move::PassToThread, Caller, Thread),
+            (Move::Release, Caller, Nobody),
+        ];
+        let at = |holder: Holder| {
+            let mut token = ReadToken::new();
+            let path: &[Move] = match holder {
+                Thread => &[],
+                Nobody => &[Move::StandDown],
+                Caller => &[Move::Promote],
+            };
+            for m in path {
+                assert!(token.apply(*m));
+            }
+            // Reclaims below compare with the turns seen so far.
+            token.caller_turns = 0;
+            token
+        };
+        for (m, from, to) in arrows {
+            for start in [Thread, Nobody, Caller] {
+                let mut token = at(start);
+                let made = token.apply(m);
+                if start == from {
+                    assert!(made, "{m:?} from {start:?}");
+                    assert_eq!(token.holder(), to, "{m:?} from {start:?}");
+                    assert_eq!(token.caller_turns(), u64::from(to == Caller), "{m:?}");
+                } else {
+                    assert!(!made, "{m:?} made from {start:?}");
+                    assert_eq!(token.holder(), start, "{m:?} moved it from {start:?}");
+                }
+                assert_eq!(token.is_free(), token.holder() == Nobody);
+            }
         }
-        true
     }
 
     #[test]
-    fn the_token_moves_as_the_connection_decides() {
-        use Holder::{Caller, Nobody, Thread};
-        use Move::*;
-        // (what, move, returns, holder after, caller turns after)
+    fn a_reclaim_waits_for_a_tick_in_which_no_caller_took_the_token() {
+        // (what, move, made, holder after, caller turns after)
         let table = [
             (
-                "a caller cannot take what the thread holds",
-                TakeFree,
-                false,
-                Thread,
+                "the thread stands down",
+                Move::StandDown,
+                true,
+                Holder::Nobody,
                 0,
             ),
-            ("the thread stands down", Release, true, Nobody, 0),
-            ("a lone caller takes it", TakeFree, true, Caller, 1),
-            ("nobody else can take it", TakeFree, false, Caller, 1),
-            ("it goes to the next caller", ToCaller, true, Caller, 2),
-            ("that caller leaves it free", Release, true, Nobody, 2),
+            (
+                "a lone caller takes it",
+                Move::TakeFree,
+                true,
+                Holder::Caller,
+                1,
+            ),
+            ("and leaves it free", Move::Release, true, Holder::Nobody, 1),
             (
                 "a tick in which a caller took it",
-                Reclaim(1),
+                Move::Reclaim { seen: 0 },
                 false,
-                Nobody,
-                2,
+                Holder::Nobody,
+                1,
             ),
             (
                 "an unused tick: back to the thread",
-                Reclaim(2),
+                Move::Reclaim { seen: 1 },
                 true,
-                Thread,
-                2,
-            ),
-            ("the thread hands it to a caller", ToCaller, true, Caller, 3),
-            (
-                "replies no caller reads: the thread",
-                ToThread,
-                true,
-                Thread,
-                3,
+                Holder::Thread,
+                1,
             ),
         ];
         let mut token = ReadToken::new();
-        for (what, m, returns, holder, turns) in table {
-            assert_eq!(apply(&mut token, m), returns, "{what}");
+        for (what, m, made, holder, turns) in table {
+            assert_eq!(token.apply(m), made, "{what}");
             assert_eq!(
                 (token.holder(), token.caller_turns()),
                 (holder, turns),
                 "{what}"
             );
-            assert_eq!(token.is_free(), holder == Nobody, "{what}");
         }
-    }
-
-    #[test]
-    fn a_held_token_is_never_reclaimed() {
-        let mut token = ReadToken::new();
-        assert!(!token.reclaim_unused(0), "the thread already holds it");
-        token.release();
-        assert!(token.take_free());
-        let seen = token.caller_turns();
-        assert!(!token.reclaim_unused(seen), "a caller holds it");
-        assert_eq!(token.holder(), Holder::Caller);
     }
 }
