@@ -10,7 +10,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::reply_slot::{Outcome, ReplySlot};
-use super::writing::DIRECT_WRITE_MAX;
 use super::transport::Dial;
 use super::*;
 use crate::clock;
@@ -31,10 +30,23 @@ fn config(
     pushes: Arc<AtomicUsize>,
     failures: Arc<AtomicUsize>,
 ) -> ConnectionConfig {
-    let options =
-        Options::parse(&format!("{},maintNotifications=enabled", server.addr())).expect("options");
+    config_to(
+        server.addr(),
+        "maintNotifications=enabled",
+        pushes,
+        failures,
+    )
+}
+
+fn config_to(
+    addr: std::net::SocketAddr,
+    settings: &str,
+    pushes: Arc<AtomicUsize>,
+    failures: Arc<AtomicUsize>,
+) -> ConnectionConfig {
+    let options = Options::parse(&format!("{addr},{settings}")).expect("options");
     ConnectionConfig {
-        endpoint: Endpoint::new(server.addr().ip().to_string(), server.port()),
+        endpoint: Endpoint::new(addr.ip().to_string(), addr.port()),
         options: Arc::new(options),
         tls: None,
         timeouts: Arc::new(ServerTimeouts::new(clock::system())),
@@ -320,13 +332,8 @@ fn a_frame_held_for_callers_who_never_come_back_is_sent_anyway() {
     let server = FakeServer::start().expect("fake");
     let counters = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
     let conn = Connection::open(&config(&server, counters.0, counters.1)).expect("open");
-    // A frame too large for its caller to write goes through the writer thread: once
-    // it is answered, that thread has started and waits, so nobody but the holder
-    // sends a held frame.
-    let large = "x".repeat(DIRECT_WRITE_MAX + 1);
-    echo(&conn, &large, Duration::from_secs(5)).expect("large");
-    // The reply can come before that thread has finished its turn.
-    assert!(wait_until(|| !conn.shared.out.lock().busy));
+    // Once the writer thread waits for frames, nobody but the holder sends a held one.
+    assert!(wait_until(|| conn.shared.out.lock().writer_waiting));
     for i in 0..8 {
         // As if eight callers were just answered together and went elsewhere.
         conn.shared.returning.store(8, Ordering::SeqCst);
@@ -456,4 +463,90 @@ fn no_lock_cycle_while_callers_read_for_each_other_time_out_and_the_server_pushe
     );
     done.store(true, Ordering::SeqCst);
     watch.join().expect("watch");
+}
+
+#[test]
+fn large_frames_are_written_by_their_callers_in_order_among_small_ones() {
+    let server = FakeServer::start().expect("fake");
+    let counters = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let conn = Arc::new(Connection::open(&config(&server, counters.0, counters.1)).expect("open"));
+    std::thread::scope(|s| {
+        for t in 0..6 {
+            let conn = conn.clone();
+            s.spawn(move || {
+                for i in 0..40 {
+                    // Every third caller's frames are large: they wait for the turn to
+                    // write them while the others' small ones are queued and sent.
+                    let token = if t % 3 == 0 {
+                        format!("{t}-{i}-{}", "L".repeat(100 * 1024 + i))
+                    } else {
+                        format!("{t}-{i}")
+                    };
+                    let reply = echo(&conn, &token, Duration::from_secs(10)).expect("reply");
+                    assert_eq!(reply.as_bytes(), Some(token.as_bytes()));
+                }
+            });
+        }
+    });
+    let out = conn.shared.out.lock();
+    assert!(
+        out.buf.capacity() <= 64 * 1024 && out.spare.capacity() <= 64 * 1024,
+        "the connection kept a large buffer"
+    );
+}
+
+/// A server that answers its first `ECHO before` and then stops reading, with the
+/// socket left open until `stop` is set.
+fn stops_reading_after_one_reply(
+    stop: Arc<std::sync::atomic::AtomicBool>,
+) -> (std::net::SocketAddr, std::thread::JoinHandle<()>) {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let t = std::thread::spawn(move || {
+        let (mut s, _) = listener.accept().expect("accept");
+        let mut seen = Vec::new();
+        let mut buf = [0u8; 1024];
+        while !seen.windows(6).any(|w| w == b"before") {
+            match s.read(&mut buf) {
+                Ok(0) | Err(_) => return,
+                Ok(n) => seen.extend_from_slice(&buf[..n]),
+            }
+        }
+        let _ = s.write_all(b"$6\r\nbefore\r\n");
+        while !stop.load(Ordering::SeqCst) {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    });
+    (addr, t)
+}
+
+#[test]
+fn a_large_frame_to_a_server_that_stops_reading_ends_with_its_call() {
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let (addr, server) = stops_reading_after_one_reply(stop.clone());
+    let counters = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let cfg = config_to(addr, "protocol=resp2", counters.0, counters.1.clone());
+    let conn = Connection::open(&cfg).expect("open");
+    echo(&conn, "before", Duration::from_secs(5)).expect("a reply before it stops reading");
+    // More than the kernel's buffers hold: the write blocks once they are full.
+    let large = "x".repeat(64 << 20);
+    let started = Instant::now();
+    let result = echo(&conn, &large, Duration::from_millis(300));
+    let took = started.elapsed();
+    stop.store(true, Ordering::SeqCst);
+    assert!(result.is_err(), "a reply from a server that reads nothing");
+    assert!(
+        took < Duration::from_secs(3),
+        "held {took:?} past a 300 ms call"
+    );
+    // Part of a frame went out: the connection is out of step, so it is failed.
+    assert!(wait_until(|| conn.is_closed()), "the connection stays open");
+    assert_eq!(
+        counters.1.load(Ordering::SeqCst),
+        1,
+        "its owner was told once"
+    );
+    drop(conn);
+    server.join().expect("server");
 }

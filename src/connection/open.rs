@@ -13,7 +13,7 @@ use std::collections::VecDeque;
 use super::read_token::ReadToken;
 use super::shared::{PendingQueue, Shared};
 use super::transport::{self, Transport};
-use super::writing::Outgoing;
+use super::writing::{self, Outgoing};
 use super::{
     handshake, ms, read_turns, reader, spawn, waiting, writer, Connection, ConnectionConfig,
     ConnectionInfo,
@@ -111,13 +111,16 @@ impl Connection {
             info,
             endpoint_text,
             out: Mutex::new(Outgoing {
-                buf: Vec::with_capacity(16 * 1024),
-                spare: Vec::with_capacity(16 * 1024),
+                buf: writing::fresh_buffer(),
+                spare: writing::fresh_buffer(),
                 busy: false,
                 closed: false,
                 refusing: false,
+                large_waiting: 0,
+                writer_waiting: false,
             }),
             writer_wake: Condvar::new(),
+            write_done: Condvar::new(),
             socket: Mutex::new(write),
             pending: Mutex::new(PendingQueue {
                 queue: VecDeque::with_capacity(64),

@@ -50,6 +50,8 @@ pub(crate) struct Shared {
     pub(super) endpoint_text: String,
     pub(super) out: Mutex<Outgoing>,
     pub(super) writer_wake: Condvar,
+    /// Wakes callers waiting to write a large frame (used with `out`).
+    pub(super) write_done: Condvar,
     pub(super) socket: Mutex<WriteHalf>,
     pub(super) pending: Mutex<PendingQueue>,
     /// The read token (see `reader`).
@@ -147,6 +149,7 @@ impl Shared {
         *self.failure.lock() = Some(kind);
         self.out.lock().closed = true;
         self.writer_wake.notify_all();
+        self.write_done.notify_all();
         self.shutdown.shutdown();
         // The socket is shut: the server no longer sees these credentials in use.
         if let Some(auth) = &self.auth {

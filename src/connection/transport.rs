@@ -71,9 +71,14 @@ impl ShutdownHandle {
         let _ = self.0.shutdown(Shutdown::Both);
     }
 
-    /// Sets (or clears) the read timeout; used only during the handshake.
+    /// Sets (or clears) the read timeout (the handshake's deadline, a caller's read).
     pub(crate) fn set_read_timeout(&self, t: Option<Duration>) -> io::Result<()> {
         self.0.set_read_timeout(t)
+    }
+
+    /// Sets (or clears) the write timeout (a large frame written by its caller).
+    pub(crate) fn set_write_timeout(&self, t: Option<Duration>) -> io::Result<()> {
+        self.0.set_write_timeout(t)
     }
 }
 

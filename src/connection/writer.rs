@@ -8,10 +8,12 @@ use super::Shared;
 
 pub(super) fn run(shared: Arc<Shared>) {
     loop {
-        let mut batch = {
+        let batch = {
             let mut out = shared.out.lock();
             while (out.buf.is_empty() || out.busy) && !out.closed {
+                out.writer_waiting = true;
                 shared.writer_wake.wait(&mut out);
+                out.writer_waiting = false;
             }
             if out.closed {
                 return;
@@ -39,13 +41,7 @@ pub(super) fn run(shared: Arc<Shared>) {
             std::mem::replace(&mut out.buf, spare)
         };
         let result = shared.socket.lock().write_all(&batch);
-        batch.clear();
-        // Keep the larger of the two buffers' allocations around, but do not hold on
-        // to a huge one after a single large frame went through.
-        if batch.capacity() > 4 * 1024 * 1024 {
-            batch = Vec::with_capacity(16 * 1024);
-        }
-        shared.out.lock().spare = batch;
+        shared.out.lock().spare = super::writing::reuse(batch);
         shared.finish_write(result);
     }
 }

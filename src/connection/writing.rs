@@ -2,19 +2,42 @@
 //! frame held for the callers answered with it (see the module documentation of
 //! `connection`).
 
+use std::io;
 use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use parking_lot::MutexGuard;
 
 use super::shared::Shared;
 use super::waiting::{self, Gauges};
 use super::{Connection, FailureKind};
+use crate::error::{Error, ErrorKind, Result};
 
-/// The largest frame a caller alone writes from its own thread: what a fresh
-/// connection's socket buffers take at once (16 KiB of send buffer before autotuning),
-/// so that write never waits for the server to read. A larger one goes to the writer
-/// thread and its caller waits for the reply under its own deadline (measured: an
-/// 8 MiB `SET` written by its caller to a server that stopped reading returned 1.48 s
-/// after its 500 ms timeout).
+/// The largest frame that goes through the outgoing buffer: what a fresh connection's
+/// socket buffers take at once (16 KiB of send buffer before autotuning). A larger one
+/// is a large frame: never copied, its caller writes it from its own buffer under a
+/// send timeout that ends with its call (see `write_large`).
 pub(super) const DIRECT_WRITE_MAX: usize = 16 * 1024;
+
+/// The most a connection keeps of a buffer it wrote, for reuse. Only small frames
+/// pass through it, so it stays below this unless a burst of them did; a larger one
+/// is given back rather than kept for the connection's life.
+const KEEP_AT_MOST: usize = 64 * 1024;
+
+/// A fresh outgoing buffer.
+pub(super) fn fresh_buffer() -> Vec<u8> {
+    Vec::with_capacity(DIRECT_WRITE_MAX)
+}
+
+/// A written buffer, emptied for reuse (or replaced by a fresh one when it grew past
+/// [`KEEP_AT_MOST`]).
+pub(super) fn reuse(mut written: Vec<u8>) -> Vec<u8> {
+    if written.capacity() > KEEP_AT_MOST {
+        return fresh_buffer();
+    }
+    written.clear();
+    written
+}
 
 /// The bytes waiting to be written, and whether someone is writing.
 pub(super) struct Outgoing {
@@ -25,6 +48,10 @@ pub(super) struct Outgoing {
     /// No new requests (a handoff drains this connection before closing it): they
     /// come back unsent and go to the connection that replaced it.
     pub(super) refusing: bool,
+    /// Callers waiting for the socket to write a large frame (see `write_done`).
+    pub(super) large_waiting: usize,
+    /// The writer thread waits for frames (it sends nothing until woken).
+    pub(super) writer_waiting: bool,
 }
 
 impl Connection {
@@ -51,7 +78,7 @@ impl Connection {
             return;
         }
         if out.buf.len() > DIRECT_WRITE_MAX {
-            // A large frame joined it: the writer thread sends those (see submit).
+            // Many small frames joined it: the writer thread sends those (see submit).
             drop(out);
             shared.writer_wake.notify_one();
             return;
@@ -84,12 +111,73 @@ impl Shared {
     pub(super) fn write_out(&self, mut out: parking_lot::MutexGuard<'_, Outgoing>) {
         out.busy = true;
         let spare = std::mem::take(&mut out.spare);
-        let mut batch = std::mem::replace(&mut out.buf, spare);
+        let batch = std::mem::replace(&mut out.buf, spare);
         self.flushed.fetch_add(1, Ordering::AcqRel);
         drop(out);
         let result = self.socket.lock().write_all(&batch);
-        batch.clear();
-        self.out.lock().spare = batch;
+        self.out.lock().spare = reuse(batch);
+        self.finish_write(result);
+    }
+
+    /// Waits until nobody is writing, so a large frame can be written from its
+    /// caller's buffer (see `write_large`), for as long as its call has; nothing is
+    /// queued meanwhile, so a caller out of time leaves with its request unsent.
+    pub(super) fn turn_to_write<'a>(
+        &self,
+        mut out: MutexGuard<'a, Outgoing>,
+        until: Instant,
+    ) -> Result<MutexGuard<'a, Outgoing>> {
+        while out.busy && !out.closed {
+            out.large_waiting += 1;
+            let timed_out = self.write_done.wait_until(&mut out, until).timed_out();
+            out.large_waiting -= 1;
+            if timed_out && out.busy {
+                return Err(Error::new(
+                    ErrorKind::Timeout,
+                    "no turn to write a large request within the call's time",
+                )
+                .with_endpoint(self.endpoint_text.clone()));
+            }
+        }
+        Ok(out)
+    }
+
+    /// Writes what is buffered, then a large frame straight from its caller's buffer:
+    /// never copied into a buffer of the connection's (one that would grow to the
+    /// frame's size, and that the allocator keeps resident after it is freed). The
+    /// send is bounded by `until`, the call's deadline: a server that stops reading
+    /// does not hold the caller past it. A write cut short leaves the server part of a
+    /// frame, so it fails the connection (its callers are told; the owner reconnects).
+    pub(super) fn write_large(
+        &self,
+        mut out: MutexGuard<'_, Outgoing>,
+        frame: &[u8],
+        until: Instant,
+    ) {
+        out.busy = true;
+        let spare = std::mem::take(&mut out.spare);
+        let earlier = std::mem::replace(&mut out.buf, spare);
+        self.flushed.fetch_add(1, Ordering::AcqRel);
+        drop(out);
+        let left = until
+            .saturating_duration_since(Instant::now())
+            .max(Duration::from_millis(1));
+        let result = {
+            let mut socket = self.socket.lock();
+            self.shutdown
+                .set_write_timeout(Some(left))
+                .and_then(|()| socket.write_all(&earlier))
+                .and_then(|()| socket.write_all(frame))
+                .and_then(|()| self.shutdown.set_write_timeout(None))
+        };
+        self.out.lock().spare = reuse(earlier);
+        let result = result.map_err(|e| match e.kind() {
+            io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => io::Error::new(
+                io::ErrorKind::TimedOut,
+                "a large request could not be written within its call's time",
+            ),
+            _ => e,
+        });
         self.finish_write(result);
     }
 
@@ -99,7 +187,11 @@ impl Shared {
         let mut out = self.out.lock();
         out.busy = false;
         let more = !out.buf.is_empty();
+        let large = out.large_waiting > 0;
         drop(out);
+        if large {
+            self.write_done.notify_all();
+        }
         match result {
             Ok(()) if more => {
                 self.writer_wake.notify_one();
