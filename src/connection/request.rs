@@ -79,24 +79,32 @@ impl Connection {
             }
         }
         let result = match waited {
+            // Its own frame could not be written in time: a timeout to its caller,
+            // whatever the connection's failure told the others.
+            Waited::Ready(Outcome::Failed(_)) if submitted.write_timed_out => {
+                Err(self.timed_out(deadline))
+            }
             Waited::Ready(outcome) => Ok(outcome),
             // `Lead` never leaves the loop above.
-            Waited::Lead | Waited::TimedOut => {
-                let waited = Instant::now().saturating_duration_since(deadline.start());
-                Err(RequestError::Failed(
-                    Error::new(
-                        ErrorKind::Timeout,
-                        format!("no reply within {} ms", waited.as_millis()),
-                    )
-                    .with_endpoint(self.shared.endpoint_text.clone())
-                    .with_maintenance(timeouts.maintenance()),
-                ))
-            }
+            Waited::Lead | Waited::TimedOut => Err(self.timed_out(deadline)),
         };
         if traffic.is_caller() {
             self.observe(&result);
         }
         result
+    }
+
+    /// A caller's timeout, counted from its call's start.
+    fn timed_out(&self, deadline: Deadline) -> RequestError {
+        let waited = Instant::now().saturating_duration_since(deadline.start());
+        RequestError::Failed(
+            Error::new(
+                ErrorKind::Timeout,
+                format!("no reply within {} ms", waited.as_millis()),
+            )
+            .with_endpoint(self.shared.endpoint_text.clone())
+            .with_maintenance(self.shared.timeouts.maintenance()),
+        )
     }
 
     /// Feeds the outcome of caller traffic to the circuit breaker; a trip closes the
@@ -222,10 +230,12 @@ impl Connection {
                 alone,
                 direct,
                 held: None,
+                write_timed_out: false,
             }
         };
         if let Some(until) = large {
-            shared.write_large(out, frame, until);
+            let mut submitted = submitted;
+            submitted.write_timed_out = shared.write_large(out, frame, until);
             return Ok(submitted);
         }
         let alone = submitted.alone;
@@ -269,4 +279,6 @@ pub(super) struct Submitted {
     /// The frame waits in the buffer for callers answered with this one (the write
     /// count it waits to see pass).
     pub(super) held: Option<u64>,
+    /// A large frame's write ran out of the call's time (the connection is failed).
+    pub(super) write_timed_out: bool,
 }

@@ -75,11 +75,6 @@ impl ShutdownHandle {
     pub(crate) fn set_read_timeout(&self, t: Option<Duration>) -> io::Result<()> {
         self.0.set_read_timeout(t)
     }
-
-    /// Sets (or clears) the write timeout (a large frame written by its caller).
-    pub(crate) fn set_write_timeout(&self, t: Option<Duration>) -> io::Result<()> {
-        self.0.set_write_timeout(t)
-    }
 }
 
 /// Where a node's connections dial, beyond the endpoint they are named by; shared by
@@ -386,10 +381,12 @@ impl TlsShared {
         sock.write_all(&out)
     }
 
-    fn write_all(&self, mut data: &[u8]) -> io::Result<()> {
+    fn write_all(&self, mut data: &[u8], until: Option<Instant>) -> io::Result<()> {
         // Lock order: socket, then TLS state (the reader's flush uses the same order).
         let mut sock = self.socket_out.lock();
-        let mut out = Vec::with_capacity(data.len() + 64);
+        // Records for one piece of plaintext at a time (rustls takes what its buffer
+        // limit allows), not a buffer the size of the whole frame.
+        let mut out = Vec::with_capacity(data.len().min(TLS_PIECE) + 1024);
         while !data.is_empty() {
             {
                 let mut conn = self.conn.lock();
@@ -399,7 +396,7 @@ impl TlsShared {
                     conn.write_tls(&mut out)?;
                 }
             }
-            sock.write_all(&out)?;
+            write_all_until(&mut sock, &out, until)?;
             out.clear();
         }
         Ok(())
@@ -408,10 +405,58 @@ impl TlsShared {
 
 impl WriteHalf {
     pub(crate) fn write_all(&mut self, data: &[u8]) -> io::Result<()> {
+        self.write_all_by(data, None)
+    }
+
+    /// Writes all of `data`, by `until` when given (an `io::ErrorKind::TimedOut`
+    /// error past it, with part of `data` perhaps written).
+    pub(crate) fn write_all_by(&mut self, data: &[u8], until: Option<Instant>) -> io::Result<()> {
         match self {
-            WriteHalf::Plain(s) => s.write_all(data),
+            WriteHalf::Plain(s) => write_all_until(s, data, until),
             #[cfg(feature = "tls")]
-            WriteHalf::Tls(t) => t.write_all(data),
+            WriteHalf::Tls(t) => t.write_all(data, until),
         }
     }
+}
+
+/// The most plaintext encrypted before the records are sent.
+#[cfg(feature = "tls")]
+const TLS_PIECE: usize = 64 * 1024;
+
+/// Writes all of `data` on `sock`; with `until`, each send may block only for what is
+/// left of the time (a send that made progress returns, and the next one gets the
+/// rest, not a fresh timeout), and the socket's write timeout is cleared after.
+fn write_all_until(sock: &mut TcpStream, data: &[u8], until: Option<Instant>) -> io::Result<()> {
+    let Some(until) = until else {
+        return sock.write_all(data);
+    };
+    let mut left_to_write = data;
+    while !left_to_write.is_empty() {
+        let left = until.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                "the write did not end within its time",
+            ));
+        }
+        sock.set_write_timeout(Some(left.max(Duration::from_millis(1))))?;
+        match sock.write(left_to_write) {
+            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+            Ok(n) => left_to_write = &left_to_write[n..],
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                ) =>
+            {
+                return Err(io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    "the write did not end within its time",
+                ))
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    sock.set_write_timeout(None)
 }

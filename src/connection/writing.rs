@@ -4,7 +4,7 @@
 
 use std::io;
 use std::sync::atomic::Ordering;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use parking_lot::MutexGuard;
 
@@ -148,37 +148,31 @@ impl Shared {
     /// send is bounded by `until`, the call's deadline: a server that stops reading
     /// does not hold the caller past it. A write cut short leaves the server part of a
     /// frame, so it fails the connection (its callers are told; the owner reconnects).
+    ///
+    /// Whether the write ran out of time (its caller is then told of a timeout).
     pub(super) fn write_large(
         &self,
         mut out: MutexGuard<'_, Outgoing>,
         frame: &[u8],
         until: Instant,
-    ) {
+    ) -> bool {
         out.busy = true;
         let spare = std::mem::take(&mut out.spare);
         let earlier = std::mem::replace(&mut out.buf, spare);
         self.flushed.fetch_add(1, Ordering::AcqRel);
         drop(out);
-        let left = until
-            .saturating_duration_since(Instant::now())
-            .max(Duration::from_millis(1));
         let result = {
             let mut socket = self.socket.lock();
-            self.shutdown
-                .set_write_timeout(Some(left))
-                .and_then(|()| socket.write_all(&earlier))
-                .and_then(|()| socket.write_all(frame))
-                .and_then(|()| self.shutdown.set_write_timeout(None))
+            socket
+                .write_all_by(&earlier, Some(until))
+                .and_then(|()| socket.write_all_by(frame, Some(until)))
         };
         self.out.lock().spare = reuse(earlier);
-        let result = result.map_err(|e| match e.kind() {
-            io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => io::Error::new(
-                io::ErrorKind::TimedOut,
-                "a large request could not be written within its call's time",
-            ),
-            _ => e,
-        });
+        let timed_out = result
+            .as_ref()
+            .is_err_and(|e| e.kind() == io::ErrorKind::TimedOut);
         self.finish_write(result);
+        timed_out
     }
 
     /// Ends a write turn; hands anything queued meanwhile to the writer thread.

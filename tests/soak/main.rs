@@ -2477,7 +2477,9 @@ fn chaos_soak() {
 /// A caller writing a large value to a server that stopped reading returns by its
 /// deadline. It used to write its own frame with a `write_all` that has no deadline,
 /// and stayed there until the connection was set aside and closed: 1.48 s for a
-/// 500 ms timeout (measured). Large frames now go through the writer thread.
+/// 500 ms timeout (measured). A large frame is still written by its caller (from its
+/// own buffer, never copied), but each send may block only for what is left of the
+/// call's time, and the caller is told of a timeout.
 #[test]
 fn a_large_write_to_a_server_that_stopped_reading_returns_by_its_deadline() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
