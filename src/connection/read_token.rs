@@ -121,50 +121,9 @@ impl ReadToken {
     }
 }
 
-/// How long the stood-down thread waits before it looks whether callers still use
-/// the token: short at first, so a connection left idle gets its reader back (pushes,
-/// the close) within milliseconds; twice as long after every tick the callers used,
-/// up to [`ReclaimTick::LONGEST`], so a connection in steady use wakes its thread a
-/// few times a second, not hundreds: each such wake-up costs what a call costs.
-#[derive(Debug)]
-pub(crate) struct ReclaimTick(std::time::Duration);
-
-impl ReclaimTick {
-    /// The first tick after the thread stands down.
-    pub(crate) const FIRST: std::time::Duration = std::time::Duration::from_millis(2);
-    /// The longest: the thread takes an idle connection back at most about twice
-    /// this after its last caller (`look_before_sending` covers a close meanwhile).
-    pub(crate) const LONGEST: std::time::Duration = std::time::Duration::from_millis(256);
-
-    pub(crate) fn new() -> ReclaimTick {
-        ReclaimTick(Self::FIRST)
-    }
-
-    /// The tick to wait now.
-    pub(crate) fn current(&self) -> std::time::Duration {
-        self.0
-    }
-
-    /// A tick ended with the token used by callers: wait longer next time.
-    pub(crate) fn used(&mut self) {
-        self.0 = (self.0 * 2).min(Self::LONGEST);
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_reclaim_tick_doubles_while_callers_use_the_token_up_to_the_longest() {
-        let ms = std::time::Duration::from_millis;
-        let mut tick = ReclaimTick::new();
-        for expected in [2, 4, 8, 16, 32, 64, 128, 256, 256] {
-            assert_eq!(tick.current(), ms(expected));
-            tick.used();
-        }
-        assert_eq!(ReclaimTick::new().current(), ReclaimTick::FIRST);
-    }
 
     #[test]
     fn every_move_goes_where_the_drawing_says_and_only_from_where_it_starts() {

@@ -5,11 +5,11 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::read_token::{self, Holder, Move};
+use super::read_token::{Holder, Move};
 use super::reader::{self, Read, ReadMode, ReadState};
 use super::reply_slot::ReplySlot;
 use super::shared::{PendingQueue, Shared};
-use super::waiting::{Plan, Wait, Waiter};
+use super::waiting::{self, Plan, Wait, Waiter};
 use crate::error::{Error, ErrorKind, FailureKind};
 
 /// Lone requests in a row before the reader thread stands down.
@@ -196,7 +196,7 @@ impl Shared {
     pub(super) fn wait_stood_down(&self) -> bool {
         let mut q = self.pending.lock();
         let mut seen = q.token.caller_turns();
-        let mut tick = read_token::ReclaimTick::new();
+        let mut tick = waiting::policy::ReclaimTick::new();
         loop {
             if self.closed.load(Ordering::Acquire) {
                 return false;

@@ -62,10 +62,14 @@
 //!   test's global allocator, [`CountingAlloc`]) is sampled every 100 ms. After a
 //!   warm-up (the first 10% of the chaos, at most 5 s) the peak must stay under the
 //!   warm-up heap + the largest backlog of unchecked writes the soak held (bytes) +
-//!   `HEAP_MARGIN`. VmRSS is sampled and reported too, not bounded: after a multi-MiB
-//!   buffer is freed, glibc raises its mmap threshold and later large buffers come
-//!   from per-thread arenas that keep their pages, so RSS grows with the large writes
-//!   without anything leaking (measured: 140 MiB of RSS in 10 minutes).
+//!   `HEAP_MARGIN`. VmRSS is sampled too, and the client's share of it must end within
+//!   `CLIENT_RSS_MARGIN` of its value after the warm-up. The share is told apart by
+//!   the soak's allocator ([`alloc`]): the soak's own large buffers (its values, its
+//!   proxies' frames) are mapped and unmapped directly, so they are resident only
+//!   while alive, and RSS less those alive is the client's share (with the soak's
+//!   small-object heap). Everything of the client's goes to the C allocator, which
+//!   keeps pages after a multi-MiB buffer is freed (glibc raises its mmap threshold
+//!   and later large buffers come from per-thread arenas).
 //! * **Every thread ends on close.** After `Group::close` and dropping every handle, no
 //!   `rr-*` thread may remain (`/proc/self/task/*/comm`); the verification clients are
 //!   closed and counted the same way.
@@ -96,6 +100,7 @@
 //! are expected only while they were being injected; a large write that was
 //! acknowledged is checked by its length and first bytes, like any write.
 
+mod alloc;
 mod observe;
 mod proxy;
 #[path = "../support/mod.rs"]
@@ -109,7 +114,8 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use observe::{CountingAlloc, LogRing, Stalls};
+use alloc::{client_side, soak_thread, CountingAlloc};
+use observe::{LogRing, Stalls};
 use resilient_redis::availability::{Group, GroupOptions, GroupSubscription, HealthCheck, Member};
 use resilient_redis::prelude::*;
 use resilient_redis::testkit::{Answer, ScriptedResolver};
@@ -133,6 +139,10 @@ const SLACK: Duration = Duration::from_millis(500);
 /// the large write in flight (its value, the encoded frame, the write buffer, the
 /// proxy's copy: 4 x 8 MiB) and ordinary churn.
 const HEAP_MARGIN: u64 = 64 * 1024 * 1024;
+/// How far the client's share of RSS may end above its value after the warm-up: what
+/// the C allocator may keep of the client's large buffers (the frames it encodes for
+/// the large writes) once they are freed.
+const CLIENT_RSS_MARGIN: u64 = 32 * 1024 * 1024;
 /// The fault schedule keeps at least one member untouched (stopped + killed ≤ 2).
 const MAX_FAULTED: usize = 2;
 /// Writes checked per round of reads at a checkpoint.
@@ -460,7 +470,7 @@ impl Shared {
     ) -> Result<T, Error> {
         let started = Instant::now();
         let from = ms_since(self.t0);
-        let out = f();
+        let out = client_side(f);
         let took = started.elapsed();
         let to = ms_since(self.t0);
         if let Some(slot) = self.completions.get((to / 10) as usize) {
@@ -1132,6 +1142,10 @@ struct Verdict {
 
 /// Reads `keys` from a member with its own client: key -> value.
 fn read_member(client: &Client, keys: &[String]) -> HashMap<String, String> {
+    client_side(|| read_member_values(client, keys))
+}
+
+fn read_member_values(client: &Client, keys: &[String]) -> HashMap<String, String> {
     let db = client.database().with_timeout(Duration::from_secs(10));
     let mut out = HashMap::new();
     for chunk in keys.chunks(500) {
@@ -1166,6 +1180,10 @@ fn read_all(
 
 /// Reads large values from a member: key -> `big_digest` of what is there.
 fn read_big(client: &Client, keys: &[String]) -> HashMap<String, String> {
+    client_side(|| read_big_digests(client, keys))
+}
+
+fn read_big_digests(client: &Client, keys: &[String]) -> HashMap<String, String> {
     let db = client.database().with_timeout(Duration::from_secs(10));
     let mut out = HashMap::new();
     for k in keys {
@@ -1190,11 +1208,13 @@ fn read_big(client: &Client, keys: &[String]) -> HashMap<String, String> {
 }
 
 fn run_id_of(client: &Client) -> String {
-    let info = client
-        .database()
-        .with_timeout(Duration::from_secs(10))
-        .info(Some("server"))
-        .expect("INFO from a member");
+    let info = client_side(|| {
+        client
+            .database()
+            .with_timeout(Duration::from_secs(10))
+            .info(Some("server"))
+    })
+    .expect("INFO from a member");
     info.lines()
         .find_map(|l| l.strip_prefix("run_id:"))
         .expect("run_id in INFO")
@@ -1869,6 +1889,16 @@ fn member(proxy: &Proxy, i: usize, weight: u32, dns: &ScriptedResolver) -> Membe
         .with_weight(weight)
 }
 
+/// A memory sample: ms since the start, RSS, live heap, operations so far, and the
+/// soak's own large buffers alive (see `alloc`).
+type Sample = (u32, u64, u64, u64, u64);
+
+/// RSS less the soak's own large buffers alive: the client's share (with the soak's
+/// small-object heap).
+fn client_rss(s: &Sample) -> u64 {
+    s.1.saturating_sub(s.4)
+}
+
 fn mib(b: u64) -> String {
     format!("{:.1} MiB", b as f64 / (1024.0 * 1024.0))
 }
@@ -1882,6 +1912,8 @@ static SERIAL: Mutex<()> = Mutex::new(());
 #[test]
 fn chaos_soak() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    // This thread runs the fault schedule and the checkpoints: the soak's side.
+    soak_thread();
     let seconds = env_u64("SOAK_SECONDS", 40);
     let seed = env_u64("SOAK_SEED", 0x5eed_2024);
     let log = LogRing::install(Instant::now());
@@ -1991,8 +2023,8 @@ fn chaos_soak() {
     };
 
     // Memory and thread sampler.
-    // (ms since start, RSS, live heap, operations so far)
-    let rss_samples = Arc::new(Mutex::new(Vec::<(u32, u64, u64, u64)>::new()));
+    // (ms since start, RSS, live heap, operations so far, the soak's large buffers)
+    let rss_samples = Arc::new(Mutex::new(Vec::<Sample>::new()));
     let peak_threads = Arc::new(AtomicU64::new(0));
     let maintenance_events = Arc::new(AtomicU64::new(0));
     // Reconnects refused at maxclients, and those that could not resolve the name.
@@ -2009,6 +2041,7 @@ fn chaos_soak() {
         thread::Builder::new()
             .name("soak-sampler".into())
             .spawn(move || {
+                soak_thread();
                 let count = |events: &[crossbeam_channel::Receiver<ClientEvent>]| {
                     for rx in events {
                         for e in rx.try_iter() {
@@ -2035,6 +2068,7 @@ fn chaos_soak() {
                         rss_bytes(),
                         CountingAlloc::live(),
                         shared.counters.ops.load(Ordering::Relaxed),
+                        CountingAlloc::soak_mapped(),
                     ));
                     let n = threads_named("rr-").len() as u64;
                     peak_threads.fetch_max(n, Ordering::Relaxed);
@@ -2064,7 +2098,10 @@ fn chaos_soak() {
             };
             thread::Builder::new()
                 .name(format!("soak-worker-{t}"))
-                .spawn(move || w.run())
+                .spawn(move || {
+                    soak_thread();
+                    w.run()
+                })
                 .unwrap()
         })
         .collect();
@@ -2074,6 +2111,7 @@ fn chaos_soak() {
         thread::Builder::new()
             .name("soak-big".into())
             .spawn(move || {
+                soak_thread();
                 for seq in big_rx {
                     big_write(&db, &shared, seq);
                 }
@@ -2129,7 +2167,7 @@ fn chaos_soak() {
     // Memory: warm-up peak, then the peak after it; heap bounded, RSS reported.
     let samples = rss_samples.lock().unwrap().clone();
     let warmup_ms = (chaos_ms / 10).min(5000);
-    let warm_peak = |f: fn(&(u32, u64, u64, u64)) -> u64| {
+    let warm_peak = |f: fn(&Sample) -> u64| {
         let warm = samples
             .iter()
             .filter(|s| s.0 <= warmup_ms)
@@ -2140,6 +2178,9 @@ fn chaos_soak() {
     };
     let (warm, peak) = warm_peak(|s| s.1);
     let (warm_heap, peak_heap) = warm_peak(|s| s.2);
+    let (warm_client, _) = warm_peak(client_rss);
+    let end_client = samples.last().map_or(0, client_rss);
+    let client_bound = warm_client + CLIENT_RSS_MARGIN;
     let verdict = &chaos.verdict;
     let heap_bound = warm_heap + verdict.peak_backlog_bytes + HEAP_MARGIN;
     // Operations completed during the worst stall, against the run's average pace: a
@@ -2371,11 +2412,11 @@ fn chaos_soak() {
         mib(verdict.peak_backlog_bytes),
         mib(HEAP_MARGIN)
     );
-    let at = |fraction: u32, f: fn(&(u32, u64, u64, u64)) -> u64| {
+    let at = |fraction: u32, f: fn(&Sample) -> u64| {
         let when = chaos_ms / 4 * fraction;
         samples.iter().find(|s| s.0 >= when).map_or(0, f)
     };
-    let quarters = |f: fn(&(u32, u64, u64, u64)) -> u64| {
+    let quarters = |f: fn(&Sample) -> u64| {
         format!(
             "{} / {} / {} / {}",
             mib(at(1, f)),
@@ -2391,10 +2432,19 @@ fn chaos_soak() {
     );
     let _ = writeln!(
         summary,
-        "peak RSS               {} (after warm-up {}; {} at 25/50/75/100%; reported, not bounded: see the module documentation)",
+        "peak RSS               {} (after warm-up {}; {} at 25/50/75/100%; the soak's own large buffers included)",
         mib(peak),
         mib(warm),
         quarters(|s| s.1)
+    );
+    let _ = writeln!(
+        summary,
+        "client's share of RSS  {} at the end (after warm-up {}; {} at 25/50/75/100%; bound {} = warm-up + {}): RSS less the soak's large buffers alive",
+        mib(end_client),
+        mib(warm_client),
+        quarters(client_rss),
+        mib(client_bound),
+        mib(CLIENT_RSS_MARGIN),
     );
     let _ = writeln!(summary, "fault log (first 60):");
     for line in chaos.log.iter().take(60) {
@@ -2448,6 +2498,10 @@ fn chaos_soak() {
     assert!(
         peak_heap <= heap_bound,
         "the heap grew past its bound\n{summary}"
+    );
+    assert!(
+        end_client <= client_bound,
+        "the client's share of RSS grew past its bound\n{summary}"
     );
     // The run must have done something worth the name.
     assert!(ops > 1000, "too little traffic\n{summary}");

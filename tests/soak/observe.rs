@@ -48,6 +48,7 @@ impl Stalls {
         let probe = thread::Builder::new()
             .name("soak-stall-probe".into())
             .spawn(move || {
+                crate::alloc::soak_thread();
                 let tick = Duration::from_millis(1);
                 while !stop.load(Ordering::Relaxed) {
                     let before = Instant::now();
@@ -173,59 +174,4 @@ impl log::Log for LogRing {
     }
 
     fn flush(&self) {}
-}
-
-/// The process's live heap bytes: every allocation made through the global allocator
-/// minus every one freed. Unlike RSS it does not count what the C allocator keeps
-/// after a free (glibc raises its mmap threshold after a multi-MiB buffer is freed, so
-/// later large buffers come from per-thread arenas that keep their memory), so a
-/// bound on it finds leaks without being fooled by large values.
-pub struct CountingAlloc;
-
-static LIVE: std::sync::atomic::AtomicI64 = std::sync::atomic::AtomicI64::new(0);
-
-impl CountingAlloc {
-    pub fn live() -> u64 {
-        u64::try_from(LIVE.load(Ordering::Relaxed)).unwrap_or(0)
-    }
-}
-
-fn signed(n: usize) -> i64 {
-    i64::try_from(n).unwrap_or(i64::MAX)
-}
-
-// SAFETY: every call is forwarded to `System` unchanged; only a counter is kept beside.
-unsafe impl std::alloc::GlobalAlloc for CountingAlloc {
-    unsafe fn alloc(&self, layout: std::alloc::Layout) -> *mut u8 {
-        // SAFETY: the caller's contract is `System`'s.
-        let p = unsafe { std::alloc::System.alloc(layout) };
-        if !p.is_null() {
-            LIVE.fetch_add(signed(layout.size()), Ordering::Relaxed);
-        }
-        p
-    }
-
-    unsafe fn alloc_zeroed(&self, layout: std::alloc::Layout) -> *mut u8 {
-        // SAFETY: as above.
-        let p = unsafe { std::alloc::System.alloc_zeroed(layout) };
-        if !p.is_null() {
-            LIVE.fetch_add(signed(layout.size()), Ordering::Relaxed);
-        }
-        p
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: std::alloc::Layout) {
-        // SAFETY: as above.
-        unsafe { std::alloc::System.dealloc(ptr, layout) };
-        LIVE.fetch_sub(signed(layout.size()), Ordering::Relaxed);
-    }
-
-    unsafe fn realloc(&self, ptr: *mut u8, layout: std::alloc::Layout, new: usize) -> *mut u8 {
-        // SAFETY: as above.
-        let p = unsafe { std::alloc::System.realloc(ptr, layout, new) };
-        if !p.is_null() {
-            LIVE.fetch_add(signed(new) - signed(layout.size()), Ordering::Relaxed);
-        }
-        p
-    }
 }

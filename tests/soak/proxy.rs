@@ -240,6 +240,7 @@ impl Proxy {
             thread::Builder::new()
                 .name("soak-proxy".into())
                 .spawn(move || {
+                    crate::alloc::soak_thread();
                     while !ctl.stop.load(Ordering::Relaxed) {
                         match listener.accept() {
                             Ok((client, _)) => open(&ctl, client),
@@ -421,6 +422,7 @@ fn open(ctl: &Arc<Ctl>, mut client: TcpStream) {
     let _ = thread::Builder::new()
         .name("soak-proxy-up".into())
         .spawn(move || {
+            crate::alloc::soak_thread();
             up(&up_ctl, &up_conn, c2);
             up_conn.end();
         });
@@ -428,6 +430,7 @@ fn open(ctl: &Arc<Ctl>, mut client: TcpStream) {
     let _ = thread::Builder::new()
         .name("soak-proxy-down".into())
         .spawn(move || {
+            crate::alloc::soak_thread();
             down(&ctl, &conn, u2);
             conn.end();
         });

@@ -18,6 +18,10 @@
 //!   with the others takes), then parks. With many in flight, each yield hands the
 //!   core to another caller's work (their replies arrive while they run), so a wait
 //!   takes turns: up to [`TURNS`] yields, then parks.
+//! - Two waits always park, since nothing they wait for is near: a caller with a
+//!   large frame waiting for the socket's current write to end (bounded by its call),
+//!   and the stood-down reader thread waiting to be asked back, which looks by itself
+//!   only every [`ReclaimTick`].
 //! - Waits that are not for a reply are for another thread that is already running:
 //!   a send that holds the socket, or callers answered together that are about to
 //!   send. They yield for a bounded few microseconds at any distance: the threads they
@@ -72,6 +76,36 @@ const COHORT_WITHIN: Duration = Duration::from_micros(30);
 /// callers just woken by their replies are about to queue their next frames, and one
 /// yield lets them join this write. A lone caller never waits for it.
 const LINGER_ABOVE: usize = 4;
+
+/// How long the stood-down thread waits before it looks whether callers still use
+/// the token: short at first, so a connection left idle gets its reader back (pushes,
+/// the close) within milliseconds; twice as long after every tick the callers used,
+/// up to [`ReclaimTick::LONGEST`], so a connection in steady use wakes its thread a
+/// few times a second, not hundreds: each such wake-up costs what a call costs.
+#[derive(Debug)]
+pub(crate) struct ReclaimTick(Duration);
+
+impl ReclaimTick {
+    /// The first tick after the thread stands down.
+    pub(crate) const FIRST: Duration = Duration::from_millis(2);
+    /// The longest: the thread takes an idle connection back at most about twice
+    /// this after its last caller (`look_before_sending` covers a close meanwhile).
+    pub(crate) const LONGEST: Duration = Duration::from_millis(256);
+
+    pub(crate) fn new() -> ReclaimTick {
+        ReclaimTick(Self::FIRST)
+    }
+
+    /// The tick to wait now.
+    pub(crate) fn current(&self) -> Duration {
+        self.0
+    }
+
+    /// A tick ended with the token used by callers: wait longer next time.
+    pub(crate) fn used(&mut self) {
+        self.0 = (self.0 * 2).min(Self::LONGEST);
+    }
+}
 
 /// What a thread waits for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -247,6 +281,17 @@ mod tests {
             };
             assert_eq!(plan(wait, now), expected, "{what}");
         }
+    }
+
+    #[test]
+    fn the_reclaim_tick_doubles_while_callers_use_the_token_up_to_the_longest() {
+        let ms = Duration::from_millis;
+        let mut tick = ReclaimTick::new();
+        for expected in [2, 4, 8, 16, 32, 64, 128, 256, 256] {
+            assert_eq!(tick.current(), ms(expected));
+            tick.used();
+        }
+        assert_eq!(ReclaimTick::new().current(), ReclaimTick::FIRST);
     }
 
     #[test]
