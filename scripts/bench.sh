@@ -2,12 +2,16 @@
 # The whole performance comparison with one command, on a fresh Debian/Ubuntu machine
 # with Rust: installs redis-server, redis-benchmark and valgrind when missing, builds
 # the benches in release, counts the codec's instructions under callgrind (P9), then
-# runs benches/compare.rs (P1-P5, reference figures, growth) and prints one table.
+# runs benches/compare.rs (P1-P5, P10-P12, reference figures, growth) and prints the
+# tables.
 #
 #   ./scripts/bench.sh                 # the full run (about 5 minutes)
 #   BENCH_QUICK=1 ./scripts/bench.sh   # short windows: a smoke run, not for the record
 #   ./scripts/bench.sh p1 p9 sizes     # only these workloads
-#                                      # (p1 p2 p3 p4 p5 p9 ref threads sizes)
+#                                      # (p1 p2 p3 p4 p5 p9 ref threads sizes distance)
+#   ./scripts/bench.sh distance        # P10-P12: the server 250 us, 1 ms, 10 ms away
+#                                      # (a delay proxy in its own process), a slow
+#                                      # server, an idle client
 #
 # The report is also kept in target/bench/report.txt. The 2 cores are shared by client,
 # server and anything else running: BENCH_WAIT_QUIET=1 first waits (up to 10 minutes)
