@@ -140,6 +140,8 @@ impl Connection {
             caller_inflight: AtomicUsize::new(0),
             returning: AtomicUsize::new(0),
             flushed: AtomicU64::new(0),
+            write_times: waiting::WriteTimes::default(),
+            turn: waiting::TurnTime::default(),
             floor: waiting::ReplyFloor::new(hs.round_trip.unwrap_or(waiting::policy::NEAR)),
             timeouts: cfg.timeouts.clone(),
             company: cfg.company.clone(),

@@ -82,9 +82,9 @@ pub(super) fn direct(shared: &Shared, mine: &ReplySlot, mut deadline: impl FnMut
         match reader::read_once(shared, &mut rs, mode) {
             Read::Failed => break,
             Read::Idle if plan == Plan::Yield => {
-                parking_lot::MutexGuard::unlocked(&mut rs, || waiter.snooze(plan));
+                parking_lot::MutexGuard::unlocked(&mut rs, || waiter.snooze(plan, shared));
             }
-            Read::Idle if plan == Plan::Spin => waiter.snooze(plan),
+            Read::Idle if plan == Plan::Spin => waiter.snooze(plan, shared),
             Read::Idle | Read::Progress => {}
         }
     }

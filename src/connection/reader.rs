@@ -206,7 +206,7 @@ fn let_the_send_return(shared: &Shared) {
     while shared.socket.is_locked() {
         match waiter.next(shared) {
             Plan::Park => return,
-            plan => waiter.snooze(plan),
+            plan => waiter.snooze(plan, shared),
         }
     }
 }
@@ -240,9 +240,14 @@ fn handle(shared: &Shared, rs: &mut ReadState, frame: Value) -> bool {
     };
     if rs.partial.is_empty() {
         if let Some(read_at) = rs.frame_read_at.take() {
-            shared
-                .floor
-                .record(read_at.saturating_duration_since(front.sent_at));
+            if let Some(began) = shared.write_times.of(front.write) {
+                let read_at =
+                    u64::try_from(read_at.saturating_duration_since(shared.epoch).as_nanos())
+                        .unwrap_or(u64::MAX);
+                shared.floor.record(std::time::Duration::from_nanos(
+                    read_at.saturating_sub(began),
+                ));
+            }
         }
     }
     let outcome = if front.expected == 1 && rs.partial.is_empty() {

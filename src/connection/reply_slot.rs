@@ -211,9 +211,9 @@ impl ReplySlot {
                     if let Some(w) = self.settled(&mut deadline) {
                         return w;
                     }
-                    waiter.snooze(Plan::Yield);
+                    waiter.snooze(Plan::Yield, gauges);
                 }
-                spin => waiter.snooze(spin),
+                spin => waiter.snooze(spin, gauges),
             }
         }
         loop {
@@ -280,6 +280,10 @@ mod tests {
         fn in_flight(&self) -> usize {
             self.in_flight
         }
+        fn turn(&self) -> Duration {
+            Duration::from_micros(1)
+        }
+        fn record_turn(&self, _: Duration) {}
     }
 
     const NEAR_ALONE: Seen = Seen {

@@ -186,7 +186,7 @@ impl Connection {
         let mut pending = Pending {
             slot,
             expected: replies.max(1),
-            sent_at: Instant::now(),
+            write: 0,
             sent_ms: shared.now_ms(),
             deadline,
             traffic,
@@ -208,6 +208,9 @@ impl Connection {
         if out.closed || out.refusing {
             return Err(shared.closed_error());
         }
+        // The next write takes everything buffered, this frame included (writes take
+        // the buffer under `out`, which we hold).
+        pending.write = shared.flushed.load(Ordering::Acquire) + 1;
         if traffic.is_caller() {
             shared.caller_inflight.fetch_add(1, Ordering::Relaxed);
         }

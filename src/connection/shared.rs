@@ -25,8 +25,9 @@ use crate::resp::Value;
 pub(crate) struct Pending {
     pub(super) slot: Arc<ReplySlot>,
     pub(super) expected: usize,
-    /// When it was queued: the reply floor is measured from here.
-    pub(super) sent_at: Instant,
+    /// The number of the write that carries it: the reply floor is timed from when
+    /// that write began.
+    pub(super) write: u64,
     pub(super) sent_ms: u64,
     /// The call's deadline, counted from the call's start (before any backlog wait),
     /// not from the send.
@@ -74,6 +75,10 @@ pub(crate) struct Shared {
     pub(super) returning: AtomicUsize,
     /// Buffers taken for writing so far.
     pub(super) flushed: AtomicU64,
+    /// When the latest writes began (the reply floor is timed from them).
+    pub(super) write_times: waiting::WriteTimes,
+    /// How long a yield lasts on this connection now (see `waiting`).
+    pub(super) turn: waiting::TurnTime,
     /// How soon replies come at best: how far away the server is (see `waiting`).
     pub(super) floor: waiting::ReplyFloor,
     pub(super) timeouts: Arc<ServerTimeouts>,
@@ -94,9 +99,29 @@ impl waiting::Gauges for Shared {
     fn in_flight(&self) -> usize {
         self.caller_inflight.load(Ordering::Relaxed)
     }
+
+    fn turn(&self) -> Duration {
+        self.turn.get()
+    }
+
+    fn record_turn(&self, took: Duration) {
+        self.turn.record(took);
+    }
 }
 
 impl Shared {
+    /// Takes the outgoing buffer for a write: the next write's number, and when it
+    /// began (called under `out`, where the buffer is swapped).
+    pub(super) fn begin_write(&self) {
+        let number = self.flushed.fetch_add(1, Ordering::AcqRel) + 1;
+        self.write_times.began(number, self.now_ns());
+    }
+
+    /// This connection's nanoseconds (since it opened).
+    pub(super) fn now_ns(&self) -> u64 {
+        u64::try_from(self.epoch.elapsed().as_nanos()).unwrap_or(u64::MAX)
+    }
+
     pub(super) fn now_ms(&self) -> u64 {
         self.epoch.elapsed().as_millis() as u64
     }

@@ -25,7 +25,7 @@ pub(super) fn run(shared: Arc<Shared>) {
                 // Many callers in flight: the ones just woken by their replies are about
                 // to queue their next command; one yield lets them join this write.
                 drop(out);
-                std::thread::yield_now();
+                super::waiting::timed_yield(&*shared);
                 out = shared.out.lock();
                 if out.closed {
                     return;
@@ -37,7 +37,7 @@ pub(super) fn run(shared: Arc<Shared>) {
             out.busy = true;
             // Swap in the spare buffer so callers keep appending while we write.
             let spare = std::mem::take(&mut out.spare);
-            shared.flushed.fetch_add(1, Ordering::AcqRel);
+            shared.begin_write();
             std::mem::replace(&mut out.buf, spare)
         };
         let result = shared.socket.lock().write_all(&batch);

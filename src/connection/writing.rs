@@ -66,7 +66,7 @@ impl Connection {
             }
             match waiter.next(&**shared) {
                 waiting::Plan::Park => break,
-                plan => waiter.snooze(plan),
+                plan => waiter.snooze(plan, &**shared),
             }
         }
         let out = shared.out.lock();
@@ -112,7 +112,7 @@ impl Shared {
         out.busy = true;
         let spare = std::mem::take(&mut out.spare);
         let batch = std::mem::replace(&mut out.buf, spare);
-        self.flushed.fetch_add(1, Ordering::AcqRel);
+        self.begin_write();
         drop(out);
         let result = self.socket.lock().write_all(&batch);
         self.out.lock().spare = reuse(batch);
@@ -159,7 +159,7 @@ impl Shared {
         out.busy = true;
         let spare = std::mem::take(&mut out.spare);
         let earlier = std::mem::replace(&mut out.buf, spare);
-        self.flushed.fetch_add(1, Ordering::AcqRel);
+        self.begin_write();
         drop(out);
         let result = {
             let mut socket = self.socket.lock();

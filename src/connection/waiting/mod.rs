@@ -16,14 +16,18 @@ mod reply_floor;
 use std::time::{Duration, Instant};
 
 pub(crate) use policy::{Plan, Wait};
-pub(crate) use reply_floor::ReplyFloor;
+pub(crate) use reply_floor::{ReplyFloor, TurnTime, WriteTimes};
 
-/// What a waiter reads from its connection at each look.
+/// What a waiter reads from its connection at each look, and tells it.
 pub(crate) trait Gauges {
     /// The connection's reply floor.
     fn floor(&self) -> Duration;
     /// Caller requests in flight.
     fn in_flight(&self) -> usize;
+    /// How long a yield lasts on the connection now.
+    fn turn(&self) -> Duration;
+    /// A yield on the connection lasted `took`.
+    fn record_turn(&self, took: Duration);
 }
 
 /// One wait in progress.
@@ -55,12 +59,14 @@ impl Waiter {
                 in_flight: gauges.in_flight(),
                 waited: self.started.elapsed(),
                 turns: self.turns,
+                turn: gauges.turn(),
             },
         )
     }
 
-    /// Carries out a spin or a yield (a `Park` is the loop's own to do).
-    pub(crate) fn snooze(&mut self, plan: Plan) {
+    /// Carries out a spin or a yield (a `Park` is the loop's own to do); a yield is
+    /// timed for the connection's turn time.
+    pub(crate) fn snooze(&mut self, plan: Plan, gauges: &impl Gauges) {
         match plan {
             Plan::Spin => {
                 for _ in 0..SPINS {
@@ -69,9 +75,16 @@ impl Waiter {
             }
             Plan::Yield => {
                 self.turns = self.turns.saturating_add(1);
-                std::thread::yield_now();
+                timed_yield(gauges);
             }
             Plan::Park => {}
         }
     }
+}
+
+/// Yields the core once, timing how long until this thread ran again.
+pub(crate) fn timed_yield(gauges: &impl Gauges) {
+    let before = Instant::now();
+    std::thread::yield_now();
+    gauges.record_turn(before.elapsed());
 }

@@ -11,7 +11,11 @@
 //!
 //! - **A server far away** (the connection's reply floor above [`NEAR`]): every wait
 //!   parks at once. The reply is a network round trip away; no yield can shorten it,
-//!   and each one burns what the caller would save. Readers block in `recv`.
+//!   and each one burns what the caller would save. Readers block in `recv`. Unless
+//!   the yields are long: when each one hands the core to other work for a while (64
+//!   callers on 2 cores, where the floor itself is long because the reader waits for
+//!   a core too), a few of them cover the wait for less than a park and a wake-up
+//!   cost ([`YIELDS_PER_PARK`]), and the wait takes turns as for a near server.
 //! - **A server near** (loopback, the same host): a reply is expected within about a
 //!   park and a wake-up, so waiting actively pays. With few callers in flight a wait
 //!   spins a moment, then yields for about two reply floors (what a reply that left
@@ -36,6 +40,11 @@ use std::time::Duration;
 /// microseconds on a VM). A loopback reply on a 2-core machine takes 20–50 µs to its
 /// first byte; a server in the same zone 200 µs and more.
 pub(crate) const NEAR: Duration = Duration::from_micros(80);
+
+/// What one park and wake-up cost a waiter, in yields: a `futex` wait, two context
+/// switches and, where the idle core halted, its wake-up; against a `sched_yield` and
+/// a look at the socket.
+pub(crate) const YIELDS_PER_PARK: u32 = 8;
 
 /// Callers in flight up to which each is served from its own thread: it writes its
 /// own frame, reads when handed the token, and waits by spinning then yielding.
@@ -131,6 +140,8 @@ pub(crate) struct Moment {
     pub waited: Duration,
     /// Yields this wait has made.
     pub turns: u32,
+    /// How long a yield lasts on the connection now (see `TurnTime`).
+    pub turn: Duration,
 }
 
 /// What to do next.
@@ -148,6 +159,12 @@ pub(crate) enum Plan {
 /// Whether the server is near (see [`NEAR`]).
 pub(crate) fn is_near(floor: Duration) -> bool {
     floor <= NEAR
+}
+
+/// Whether waiting for a reply actively pays: the reply is near, or yields are long
+/// enough that a few of them cover its time (see the module documentation).
+pub(crate) fn waits_actively(floor: Duration, turn: Duration) -> bool {
+    is_near(floor) || turn * YIELDS_PER_PARK >= floor
 }
 
 /// Whether few enough callers are in flight that each serves itself (see
@@ -170,12 +187,12 @@ pub(crate) fn writer_lingers(in_flight: usize) -> bool {
 
 /// The plan for the next look of a `wait` at `now`.
 pub(crate) fn plan(wait: Wait, now: Moment) -> Plan {
-    let near = is_near(now.floor);
     match wait {
-        Wait::Reply | Wait::Bytes if !near => Plan::Park,
+        Wait::Reply | Wait::Bytes if !waits_actively(now.floor, now.turn) => Plan::Park,
         Wait::Reply | Wait::Bytes if is_few(now.in_flight) => {
             let window = (now.floor * 2).clamp(YIELD_AT_LEAST, YIELD_AT_MOST);
-            if now.waited < SPIN_FOR {
+            // A spin only for a reply on its way: it burns what it waits.
+            if now.waited < SPIN_FOR && is_near(now.floor) {
                 Plan::Spin
             } else if now.waited < window {
                 Plan::Yield
@@ -208,7 +225,8 @@ mod tests {
     fn a_wait_spins_yields_or_parks_by_distance_company_and_time() {
         use Plan::{Park, Spin, Yield};
         use Wait::{Bytes, Cohort, Reply, SendReturns};
-        // (what, wait, floor µs, in flight, waited µs, turns, plan)
+        // (what, wait, floor µs, in flight, waited µs, turns, plan), with yields of
+        // a microsecond (nobody else wants the core)
         let table = [
             ("near, alone: a reply on its way", Reply, 30, 1, 0, 0, Spin),
             ("near, alone: then yields", Reply, 30, 1, 5, 0, Yield),
@@ -278,9 +296,86 @@ mod tests {
                 in_flight,
                 waited: us(waited),
                 turns,
+                turn: us(1),
             };
             assert_eq!(plan(wait, now), expected, "{what}");
         }
+    }
+
+    #[test]
+    fn long_yields_make_a_far_reply_worth_taking_turns_for() {
+        use Plan::{Park, Yield};
+        // (what, floor µs, turn µs, in flight, waited µs, turns, plan): 64 callers on
+        // 2 cores, where the reader waits for a core too and the floor looks far.
+        let table = [
+            (
+                "yields of 1 µs: a far reply is parked for",
+                300,
+                1,
+                64,
+                0,
+                0,
+                Park,
+            ),
+            ("yields of 40 µs: 8 cover 300 µs", 300, 40, 64, 0, 0, Yield),
+            ("still taking turns", 300, 40, 64, 600, 10, Yield),
+            ("after its turns", 300, 40, 64, 600, 32, Park),
+            (
+                "yields of 20 µs: not enough for 300 µs",
+                300,
+                20,
+                64,
+                0,
+                0,
+                Park,
+            ),
+            (
+                "few in flight, long yields: within its window",
+                300,
+                40,
+                4,
+                100,
+                3,
+                Yield,
+            ),
+            (
+                "few in flight, long yields: past its window",
+                300,
+                40,
+                4,
+                170,
+                4,
+                Park,
+            ),
+            (
+                "a slow server, 1 ms, with yields of 1 µs",
+                1_000,
+                1,
+                64,
+                0,
+                0,
+                Park,
+            ),
+        ];
+        for (what, floor, turn, in_flight, waited, turns, expected) in table {
+            let now = Moment {
+                floor: us(floor),
+                in_flight,
+                waited: us(waited),
+                turns,
+                turn: us(turn),
+            };
+            assert_eq!(plan(Wait::Reply, now), expected, "{what}");
+        }
+        // No spin for a far reply, however long the yields.
+        let far = Moment {
+            floor: us(300),
+            in_flight: 2,
+            waited: Duration::ZERO,
+            turns: 0,
+            turn: us(100),
+        };
+        assert_eq!(plan(Wait::Reply, far), Yield);
     }
 
     #[test]
