@@ -6,6 +6,7 @@ mod support;
 
 mod group;
 mod group_defaults;
+mod group_distance;
 mod group_fake;
 mod lag_aware_group;
 mod lag_aware_probe;
