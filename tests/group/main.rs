@@ -5,6 +5,7 @@
 mod support;
 
 mod group;
+mod group_breaker;
 mod group_defaults;
 mod group_distance;
 mod group_fake;
