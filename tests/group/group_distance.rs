@@ -177,6 +177,7 @@ fn the_group_serves_the_nearest_fails_over_to_the_next_and_returns_within_the_bo
         "{}",
         group.status()
     );
+    eprintln!("{}", group.status());
     let bound = RECONNECT_MAX + INTERVAL + Duration::from_secs(1);
     outages(&group, &mut regions, rounds(), bound);
 }
