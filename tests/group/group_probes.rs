@@ -43,6 +43,17 @@ fn active(group: &Group) -> String {
         .unwrap_or_default()
 }
 
+/// The first verdict of the failback check of the member `name` (bounded wait).
+fn first_verdict(group: &Group, name: &str) -> Option<ProbeResult> {
+    let member = group.member(name)?;
+    assert!(
+        wait_until(WAIT, || member.failback_result().is_some()),
+        "{}",
+        group.status()
+    );
+    member.failback_result()
+}
+
 /// `IsConnected` only looks at the connection: a server that stops answering (its
 /// sockets open) passes it, where `Ping` would fail it within a probe timeout.
 #[test]
@@ -89,13 +100,8 @@ fn a_write_probe_on_a_replica_that_answers_readonly_is_inconclusive() {
     )
     .unwrap();
     let replica_member = group.member("replica").unwrap();
-    assert!(
-        wait_until(WAIT, || replica_member.failback_result().is_some()),
-        "{}",
-        group.status()
-    );
     assert_eq!(
-        replica_member.failback_result(),
+        first_verdict(&group, "replica"),
         Some(ProbeResult::Inconclusive)
     );
     assert!(replica.commands_received("SET") >= 1, "the write was tried");
@@ -186,12 +192,6 @@ fn a_policy_that_answers_inconclusive_gets_another_probe() {
         GroupOptions::default().health_check(check()),
     )
     .unwrap();
-    let b_member = group.member("b").unwrap();
-    assert!(
-        wait_until(WAIT, || b_member.failback_result().is_some()),
-        "{}",
-        group.status()
-    );
-    assert_eq!(b_member.failback_result(), Some(ProbeResult::Healthy));
+    assert_eq!(first_verdict(&group, "b"), Some(ProbeResult::Healthy));
     assert!(probe.0.load(Ordering::SeqCst) >= 2);
 }

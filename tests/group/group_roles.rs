@@ -26,8 +26,58 @@ fn checks() -> HealthCheck {
         .probe_timeout(Duration::from_millis(500))
 }
 
-/// "region": the primary/replica pair, listed as `endpoints` (weight 10); "elsewhere":
-/// another server (weight 1).
+/// The servers of a test: the region's primary and replica, and another server.
+struct Setup {
+    primary: RedisServer,
+    replica: RedisServer,
+    /// Serves the group's "elsewhere" member (kept alive, never read).
+    _other: RedisServer,
+    group: Group,
+}
+
+/// How the region is given to the group.
+struct Region {
+    replica_first: bool,
+    local_failover: Option<Duration>,
+    failback_delay: Duration,
+}
+
+const REGION: Region = Region {
+    replica_first: false,
+    local_failover: None,
+    failback_delay: Duration::ZERO,
+};
+
+/// A group of "region" (the pair, weight 10) and "elsewhere" (weight 1), settled on
+/// the region; `None` only when server tests are skipped.
+fn start(region_as: Region) -> Option<Setup> {
+    let (primary, replica) = replica_pair()?;
+    let other = RedisServer::start()?;
+    let endpoints = if region_as.replica_first {
+        format!("{},{}", replica.addr(), primary.addr())
+    } else {
+        format!("{},{}", primary.addr(), replica.addr())
+    };
+    let group = Group::connect(
+        vec![
+            region(endpoints, region_as.local_failover),
+            elsewhere(&other),
+        ],
+        GroupOptions::default()
+            .health_check(checks())
+            .failback_delay(region_as.failback_delay),
+    )
+    .unwrap();
+    settled(&group);
+    Some(Setup {
+        primary,
+        replica,
+        _other: other,
+        group,
+    })
+}
+
+/// "region": the primary/replica pair, listed as `endpoints` (weight 10).
 fn region(endpoints: String, local_failover: Option<Duration>) -> Member {
     let member = Member::new(opt_in(format!(
         "{endpoints},syncTimeout=1000,connectTimeout=1000,reconnectMin=20,reconnectMax=200"
@@ -40,6 +90,7 @@ fn region(endpoints: String, local_failover: Option<Duration>) -> Member {
     }
 }
 
+/// "elsewhere": another server (weight 1).
 fn elsewhere(server: &RedisServer) -> Member {
     Member::new(opt_in(format!("{},reconnectMin=20", server.addr())))
         .with_name("elsewhere")
@@ -83,78 +134,55 @@ fn events_within(
 
 #[test]
 fn its_primary_dead_the_member_is_flagged_and_returns_on_its_promoted_replica_after_the_delay() {
-    let Some((mut primary, replica)) = replica_pair() else {
-        return;
-    };
-    let Some(other) = RedisServer::start() else {
-        return;
-    };
     let delay = Duration::from_secs(1);
-    let group = Group::connect(
-        vec![
-            region(format!("{},{}", primary.addr(), replica.addr()), None),
-            elsewhere(&other),
-        ],
-        GroupOptions::default()
-            .health_check(checks())
-            .failback_delay(delay),
-    )
-    .unwrap();
-    settled(&group);
-    let member = group.member("region").unwrap();
-    primary.kill();
+    let Some(mut s) = start(Region {
+        failback_delay: delay,
+        ..REGION
+    }) else {
+        return;
+    };
+    let member = s.group.member("region").unwrap();
+    s.primary.kill();
     let killed = Instant::now();
-    assert!(wait_until(WAIT, || active(&group) == "elsewhere"));
+    assert!(wait_until(WAIT, || active(&s.group) == "elsewhere"));
     assert!(!member.is_connected() && member.is_unhealthy());
-    cli(replica.port, &["REPLICAOF", "NO", "ONE"]);
+    cli(s.replica.port, &["REPLICAOF", "NO", "ONE"]);
     // It follows its own replica: connected again, to the promoted one.
     assert!(
         wait_until(WAIT, || member.is_connected()),
         "{}",
-        group.status()
+        s.group.status()
     );
     assert!(
-        wait_until(WAIT, || active(&group) == "region"),
+        wait_until(WAIT, || active(&s.group) == "region"),
         "{}",
-        group.status()
+        s.group.status()
     );
     assert!(killed.elapsed() >= delay, "back before the failback delay");
-    group.database().set("after", "promoted").unwrap();
-    assert_eq!(cli(replica.port, &["GET", "after"]), "promoted");
+    s.group.database().set("after", "promoted").unwrap();
+    assert_eq!(cli(s.replica.port, &["GET", "after"]), "promoted");
 }
 
 #[test]
 fn with_local_failover_the_group_waits_for_the_promotion_and_never_moves() {
-    let Some((mut primary, replica)) = replica_pair() else {
+    let Some(mut s) = start(Region {
+        local_failover: Some(Duration::from_secs(5)),
+        ..REGION
+    }) else {
         return;
     };
-    let Some(other) = RedisServer::start() else {
-        return;
-    };
-    let group = Group::connect(
-        vec![
-            region(
-                format!("{},{}", primary.addr(), replica.addr()),
-                Some(Duration::from_secs(5)),
-            ),
-            elsewhere(&other),
-        ],
-        GroupOptions::default().health_check(checks()),
-    )
-    .unwrap();
-    settled(&group);
-    let member = group.member("region").unwrap();
-    let events = group.events();
-    primary.kill();
+    let member = s.group.member("region").unwrap();
+    let events = s.group.events();
+    s.primary.kill();
     assert!(wait_until(WAIT, || !member.is_connected()));
-    cli(replica.port, &["REPLICAOF", "NO", "ONE"]);
+    cli(s.replica.port, &["REPLICAOF", "NO", "ONE"]);
     assert!(
         wait_until(WAIT, || member.is_connected()),
         "{}",
-        group.status()
+        s.group.status()
     );
-    group.database().set("after", "promoted").unwrap();
-    assert_eq!(cli(replica.port, &["GET", "after"]), "promoted");
+    s.group.database().set("after", "promoted").unwrap();
+    assert_eq!(cli(s.replica.port, &["GET", "after"]), "promoted");
     let moved = events_within(&events, Duration::from_millis(500), |e| {
         matches!(
             e,
@@ -169,30 +197,18 @@ fn with_local_failover_the_group_waits_for_the_promotion_and_never_moves() {
 /// probed.
 #[test]
 fn a_hung_replica_does_not_fail_the_member() {
-    let Some((primary, replica)) = replica_pair() else {
+    let Some(s) = start(REGION) else {
         return;
     };
-    let Some(other) = RedisServer::start() else {
-        return;
-    };
-    let group = Group::connect(
-        vec![
-            region(format!("{},{}", primary.addr(), replica.addr()), None),
-            elsewhere(&other),
-        ],
-        GroupOptions::default().health_check(checks()),
-    )
-    .unwrap();
-    settled(&group);
-    let events = group.events();
-    replica.pause();
+    let events = s.group.events();
+    s.replica.pause();
     // Ten intervals: a probe of the replica would have failed by now.
     let flagged = events_within(&events, Duration::from_secs(1), |e| {
         matches!(e, GroupEvent::MemberHealthChanged { .. })
     });
-    replica.resume();
+    s.replica.resume();
     assert!(flagged.is_empty(), "{flagged:#?}");
-    assert_eq!(active(&group), "region");
+    assert_eq!(active(&s.group), "region");
 }
 
 /// With its primary dead and no replica promoted, the member knows no primary: its
@@ -201,31 +217,21 @@ fn a_hung_replica_does_not_fail_the_member() {
 /// never runs out while it cannot take a write.
 #[test]
 fn with_no_primary_known_the_checks_fail_even_though_the_replica_answers() {
-    let Some((mut primary, replica)) = replica_pair() else {
-        return;
-    };
-    let Some(other) = RedisServer::start() else {
-        return;
-    };
     let delay = Duration::from_millis(300);
-    let group = Group::connect(
-        vec![
-            region(format!("{},{}", replica.addr(), primary.addr()), None),
-            elsewhere(&other),
-        ],
-        GroupOptions::default()
-            .health_check(checks())
-            .failback_delay(delay),
-    )
-    .unwrap();
-    settled(&group);
-    let member = group.member("region").unwrap();
-    let events = group.events();
-    primary.kill();
+    let Some(mut s) = start(Region {
+        replica_first: true,
+        failback_delay: delay,
+        ..REGION
+    }) else {
+        return;
+    };
+    let member = s.group.member("region").unwrap();
+    let events = s.group.events();
+    s.primary.kill();
     assert!(wait_until(WAIT, || member.is_unhealthy()));
     let cleared = events_within(&events, delay * 4, |e| {
         matches!(e, GroupEvent::MemberHealthChanged { healthy: true, .. })
     });
-    assert!(cleared.is_empty(), "{cleared:#?}\n{}", group.status());
+    assert!(cleared.is_empty(), "{cleared:#?}\n{}", s.group.status());
     assert!(member.is_unhealthy() && !member.is_connected());
 }
