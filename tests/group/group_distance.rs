@@ -14,7 +14,9 @@ use crate::support;
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::Receiver;
-use resilient_redis::availability::{Group, GroupEvent, GroupOptions, HealthCheck, Member};
+use resilient_redis::availability::{
+    ChangeReason, Group, GroupEvent, GroupOptions, HealthCheck, Member,
+};
 use resilient_redis::testkit::DelayProxy;
 use support::load::Load;
 use support::optin::{note_real_server, opt_in};
@@ -104,12 +106,14 @@ fn rounds() -> usize {
         .unwrap_or(3)
 }
 
-/// The members the group made active, in order, from the events so far.
-fn made_active(events: &Receiver<GroupEvent>) -> Vec<String> {
+/// The members the group made active, in order, from the events so far, and why.
+fn made_active(events: &Receiver<GroupEvent>) -> Vec<(String, ChangeReason)> {
     events
         .try_iter()
         .filter_map(|e| match e {
-            GroupEvent::ActiveChanged { current, .. } => current.map(|m| m.name().to_string()),
+            GroupEvent::ActiveChanged {
+                current, reason, ..
+            } => current.map(|m| (m.name().to_string(), reason)),
             _ => None,
         })
         .collect()
@@ -147,12 +151,13 @@ fn outages(group: &Group, regions: &mut Regions, rounds: usize, bound: Duration)
     assert!(failed.is_empty(), "failed calls: {failed:?}");
     let late: Vec<_> = returns.iter().filter(|t| **t > bound).collect();
     assert!(late.is_empty(), "past {bound:?}: {late:?} of {returns:?}");
-    let order = made_active(&events);
-    let expected: Vec<String> = (0..rounds)
-        .flat_map(|_| ["mid", "near"])
-        .map(String::from)
-        .collect();
-    assert_eq!(order, expected, "every change of the active member");
+    let changes = made_active(&events);
+    let order: Vec<&str> = changes.iter().map(|(name, _)| name.as_str()).collect();
+    let expected: Vec<&str> = (0..rounds).flat_map(|_| ["mid", "near"]).collect();
+    assert_eq!(
+        order, expected,
+        "every change of the active member: {changes:?}"
+    );
 }
 
 #[test]
@@ -242,11 +247,14 @@ fn changes_within(events: &Receiver<GroupEvent>, window: Duration) -> Vec<String
     moved
 }
 
-/// Two members 5 % apart (1.00 and 1.05 ms), measured every 100 ms: whichever serves
-/// keeps serving, also once their distances are swapped.
+/// Two members 5 % apart (20 and 21 ms), measured every 100 ms: whichever serves
+/// keeps serving, also once their distances are swapped. At 20 ms the band (5 ms) is
+/// above what a loaded machine adds to a proxied round trip; at 1 ms it is not: at a
+/// load average of 14 on 2 cores, members 1.00 and 1.05 ms away measured 3.4 and
+/// 5.6 ms, which no band tells apart from a real difference.
 #[test]
 fn members_inside_the_band_never_move_traffic() {
-    let (a, b) = (Duration::from_micros(1000), Duration::from_micros(1050));
+    let (a, b) = (Duration::from_millis(20), Duration::from_millis(21));
     let Some(regions) = Regions::start(&[a, b]) else {
         return;
     };
@@ -260,6 +268,14 @@ fn members_inside_the_band_never_move_traffic() {
         .iter()
         .all(|m| m.latency().is_some())));
     let events = group.events();
+    // Settled first: a member's first sample counts alone, and one slowed down by a
+    // loaded machine can move traffic once, before the other has a sample from a
+    // quiet moment (seen: both at 1.2 ms a moment later, 1 run in 40). The band is
+    // about what the group does once it has measured.
+    let settling = Instant::now();
+    while !changes_within(&events, Duration::from_millis(500)).is_empty() {
+        assert!(settling.elapsed() < WAIT, "{}", group.status());
+    }
     let serving = active_name(&group);
     let moved = changes_within(&events, Duration::from_secs(2));
     assert!(moved.is_empty(), "moved to {moved:?}\n{}", group.status());

@@ -7,7 +7,7 @@ use crate::support;
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use resilient_redis::availability::{
     Group, GroupEvent, GroupOptions, HealthCheck, IsConnected, KeyWrite, Member, Probe,
@@ -54,10 +54,13 @@ fn first_verdict(group: &Group, name: &str) -> Option<ProbeResult> {
     member.failback_result()
 }
 
-/// `IsConnected` only looks at the connection: a server that stops answering (its
-/// sockets open) passes it, where `Ping` would fail it within a probe timeout.
+/// `IsConnected` only looks at the connection: a server that answers `PING` with an
+/// error passes it, where `Ping` fails it at its first check. (A server that stops
+/// answering passes it too, until the client finds its connection unresponsive: the
+/// latency sample after a passed check times `PING`s, and a request left unanswered
+/// past its timeout sets the connection aside.)
 #[test]
-fn is_connected_sends_no_command_so_a_hung_server_with_its_socket_open_passes() {
+fn is_connected_sends_no_command_so_a_server_failing_ping_passes() {
     let (a, b) = (FakeServer::start().unwrap(), FakeServer::start().unwrap());
     let group = Group::connect(
         vec![
@@ -69,19 +72,19 @@ fn is_connected_sends_no_command_so_a_hung_server_with_its_socket_open_passes() 
     .unwrap();
     assert!(wait_until(WAIT, || active(&group) == "a"));
     let events = group.events();
-    a.hang(true);
-    // Ten intervals: a probe that sent a command would have failed by now.
-    let until = Instant::now() + Duration::from_secs(1);
-    while let Ok(e) = events.recv_deadline(until) {
-        assert!(
-            !matches!(e, GroupEvent::MemberHealthChanged { .. }),
-            "{e:?}\n{}",
-            group.status()
-        );
-    }
+    a.fail_command("PING", "ERR not today");
+    let failed_pings = |n| a.wait_for(|s| s.commands_received("PING") >= n, WAIT);
+    a.reset_counters();
+    // Ten checks at least: each passed one is followed by the latency sample's first
+    // timed PING, which fails here (and ends the sample); the probe sends none.
+    assert!(failed_pings(10), "the checks stopped");
+    let health: Vec<GroupEvent> = events
+        .try_iter()
+        .filter(|e| matches!(e, GroupEvent::MemberHealthChanged { .. }))
+        .collect();
+    assert!(health.is_empty(), "{health:?}\n{}", group.status());
     assert!(!group.members()[0].is_unhealthy());
     assert_eq!(active(&group), "a");
-    a.hang(false);
 }
 
 /// A standby that is a replica refuses `StringSet`'s write with `READONLY`: its
@@ -143,7 +146,15 @@ fn in_a_cluster_each_master_is_probed_with_a_key_it_owns() {
             .map(|i| cluster.node(i).port());
         assert_eq!(owner, Some(*port), "{key} was written to another node");
     }
-    assert!(!group.members()[0].is_unhealthy(), "{}", group.status());
+    // And the checks pass. Waited for: the member can be flagged for a moment at start
+    // (its other masters are dialled once its slot map is read, and until they are up
+    // the member counts as down), and the verdict that clears it comes after the probes
+    // recorded above (seen on a loaded machine, 1 run in 40).
+    assert!(
+        wait_until(WAIT, || !group.members()[0].is_unhealthy()),
+        "{}",
+        group.status()
+    );
 }
 
 /// The reference guide's `AtLeastPolicy`: Inconclusive until `n` probes passed, while

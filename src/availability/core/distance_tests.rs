@@ -124,17 +124,21 @@ fn a_member_back_while_a_check_is_in_flight_is_chosen_by_the_check_that_counts()
     }
 }
 
-/// Near becomes slower than mid at run time: one slow sample is noise, two in a row
-/// are the distance, and traffic moves at that check; it moves back the same way.
+/// Near becomes slower than mid at run time: slow samples are noise until five in a
+/// row say it moved, and traffic moves at that check; one near sample brings it back
+/// (a round trip cannot measure faster than it is).
 #[test]
 fn latencies_crossing_move_traffic_at_the_check_that_crosses_them() {
     let mut t = three_regions();
-    let s = measured(&mut t, NEAR, micros(3_000));
-    assert!(changes(&s).is_empty(), "one slow sample moves nothing");
+    for _ in 0..4 {
+        let s = measured(&mut t, NEAR, micros(3_000));
+        assert!(
+            changes(&s).is_empty(),
+            "slow samples among near ones move nothing"
+        );
+    }
     let s = measured(&mut t, NEAR, micros(3_000));
     assert_eq!(changes(&s), vec![(Some(NEAR), Some(MID), R::Rebalance)]);
-    let s = measured(&mut t, NEAR, micros(700));
-    assert!(changes(&s).is_empty());
     let s = measured(&mut t, NEAR, micros(700));
     assert_eq!(changes(&s), vec![(Some(MID), Some(NEAR), R::Rebalance)]);
 }
