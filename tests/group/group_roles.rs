@@ -10,7 +10,9 @@ use crate::support;
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::Receiver;
-use resilient_redis::availability::{Group, GroupEvent, GroupOptions, HealthCheck, Member};
+use resilient_redis::availability::{
+    Group, GroupEvent, GroupMember, GroupOptions, HealthCheck, Member,
+};
 use resilient_redis::prelude::*;
 use support::cluster::cli;
 use support::optin::opt_in;
@@ -33,6 +35,10 @@ struct Setup {
     /// Serves the group's "elsewhere" member (kept alive, never read).
     _other: RedisServer,
     group: Group,
+    /// The region's member.
+    member: GroupMember,
+    /// The group's events from the moment it settled on the region.
+    events: Receiver<GroupEvent>,
 }
 
 /// How the region is given to the group.
@@ -69,10 +75,14 @@ fn start(region_as: Region) -> Option<Setup> {
     )
     .unwrap();
     settled(&group);
+    let member = group.member("region").unwrap();
+    let events = group.events();
     Some(Setup {
         primary,
         replica,
         _other: other,
+        member,
+        events,
         group,
     })
 }
@@ -141,15 +151,14 @@ fn its_primary_dead_the_member_is_flagged_and_returns_on_its_promoted_replica_af
     }) else {
         return;
     };
-    let member = s.group.member("region").unwrap();
     s.primary.kill();
     let killed = Instant::now();
     assert!(wait_until(WAIT, || active(&s.group) == "elsewhere"));
-    assert!(!member.is_connected() && member.is_unhealthy());
+    assert!(!s.member.is_connected() && s.member.is_unhealthy());
     cli(s.replica.port, &["REPLICAOF", "NO", "ONE"]);
     // It follows its own replica: connected again, to the promoted one.
     assert!(
-        wait_until(WAIT, || member.is_connected()),
+        wait_until(WAIT, || s.member.is_connected()),
         "{}",
         s.group.status()
     );
@@ -171,26 +180,24 @@ fn with_local_failover_the_group_waits_for_the_promotion_and_never_moves() {
     }) else {
         return;
     };
-    let member = s.group.member("region").unwrap();
-    let events = s.group.events();
     s.primary.kill();
-    assert!(wait_until(WAIT, || !member.is_connected()));
+    assert!(wait_until(WAIT, || !s.member.is_connected()));
     cli(s.replica.port, &["REPLICAOF", "NO", "ONE"]);
     assert!(
-        wait_until(WAIT, || member.is_connected()),
+        wait_until(WAIT, || s.member.is_connected()),
         "{}",
         s.group.status()
     );
     s.group.database().set("after", "promoted").unwrap();
     assert_eq!(cli(s.replica.port, &["GET", "after"]), "promoted");
-    let moved = events_within(&events, Duration::from_millis(500), |e| {
+    let moved = events_within(&s.events, Duration::from_millis(500), |e| {
         matches!(
             e,
             GroupEvent::ActiveChanged { .. } | GroupEvent::MemberHealthChanged { .. }
         )
     });
     assert!(moved.is_empty(), "{moved:#?}");
-    assert!(!member.is_unhealthy());
+    assert!(!s.member.is_unhealthy());
 }
 
 /// A replica that stops answering does not fail the member: only its primary is
@@ -200,10 +207,9 @@ fn a_hung_replica_does_not_fail_the_member() {
     let Some(s) = start(REGION) else {
         return;
     };
-    let events = s.group.events();
     s.replica.pause();
     // Ten intervals: a probe of the replica would have failed by now.
-    let flagged = events_within(&events, Duration::from_secs(1), |e| {
+    let flagged = events_within(&s.events, Duration::from_secs(1), |e| {
         matches!(e, GroupEvent::MemberHealthChanged { .. })
     });
     s.replica.resume();
@@ -225,13 +231,11 @@ fn with_no_primary_known_the_checks_fail_even_though_the_replica_answers() {
     }) else {
         return;
     };
-    let member = s.group.member("region").unwrap();
-    let events = s.group.events();
     s.primary.kill();
-    assert!(wait_until(WAIT, || member.is_unhealthy()));
-    let cleared = events_within(&events, delay * 4, |e| {
+    assert!(wait_until(WAIT, || s.member.is_unhealthy()));
+    let cleared = events_within(&s.events, delay * 4, |e| {
         matches!(e, GroupEvent::MemberHealthChanged { healthy: true, .. })
     });
     assert!(cleared.is_empty(), "{cleared:#?}\n{}", s.group.status());
-    assert!(member.is_unhealthy() && !member.is_connected());
+    assert!(s.member.is_unhealthy() && !s.member.is_connected());
 }
