@@ -237,12 +237,19 @@ pub(crate) fn collate(results: impl IntoIterator<Item = ProbeResult>) -> ProbeRe
 }
 
 /// Runs `check` for a member on the calling probe thread, once per member or once per
-/// serving server as its scope says; `None` when there is nothing to probe yet.
+/// serving server as its scope says; `None` when there is nothing to probe yet. A
+/// primary/replica member is checked on its primary only: while it knows none (its
+/// primary died, no replica promoted yet) the check fails without a probe, since a
+/// replica that answers says nothing of whether the member can take a write.
 pub(crate) fn run_check(
     check: &HealthCheck,
     member: &str,
     deployment: &Arc<Deployment>,
 ) -> Option<ProbeResult> {
+    if deployment.knows_no_primary() {
+        log::debug!("{member}: no primary known: the check fails");
+        return Some(ProbeResult::Unhealthy);
+    }
     let primary = deployment.primary()?;
     let nodes = match (check.scope, deployment.cluster()) {
         (ProbeScope::Endpoint, Some(state)) => {

@@ -284,7 +284,9 @@ impl GroupMember {
         self.inner.view.read().unhealthy
     }
 
-    /// The measured round-trip time (smoothed), once measured.
+    /// Its measured round-trip time, as selection ranks it: the lowest of its last
+    /// five samples, each the fastest of three timed `PING`s after a passed health
+    /// check (restarted when its connection is replaced); `None` until measured.
     pub fn latency(&self) -> Option<Duration> {
         self.inner.view.read().latency
     }

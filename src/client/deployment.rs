@@ -95,6 +95,15 @@ impl Deployment {
         self.roles.as_ref().filter(|r| r.is_active())
     }
 
+    /// Whether role routing is in force and knows no primary now (a primary/replica
+    /// or Sentinel deployment whose primary died, its replica not promoted yet): it
+    /// cannot take a write, whatever its replicas answer. [`Deployment::primary`] then
+    /// falls back to the first node, which may be a replica: a group's health check
+    /// asks this first, so it never passes on a replica.
+    pub(crate) fn knows_no_primary(&self) -> bool {
+        self.active_roles().is_some_and(|r| r.primary().is_none())
+    }
+
     /// Whether every node's interactive connection is up.
     pub(crate) fn is_connected(&self) -> bool {
         if let Some(roles) = self.active_roles() {

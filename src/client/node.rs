@@ -243,6 +243,9 @@ impl Node {
                         if let Some(timed) = timed {
                             self.record_trial(timed);
                         }
+                        if traffic.is_caller() {
+                            self.observe_error_replies(&conn, &outcome);
+                        }
                         return Ok(outcome);
                     }
                     Err(RequestError::Failed(e)) => return Err(e),
@@ -303,11 +306,34 @@ impl Node {
         }
         // The node's breaker sees every call, whichever connection carried it.
         conn.observe(&result);
+        if let Ok(outcome) = &result {
+            self.observe_error_replies(conn, outcome);
+        }
         self.lanes.end_call(lane, &result);
         match result {
             Ok(outcome) => OnLane::Answered(Ok(outcome)),
             Err(RequestError::Failed(e)) => OnLane::Answered(Err(e)),
             Err(RequestError::Unsent(_)) => OnLane::Shared(None),
+        }
+    }
+
+    /// Feeds the circuit breaker the error replies inside a pipelined request (a batch,
+    /// a transaction), each as the same reply alone would be: a transient one
+    /// (`-LOADING`, `-BUSY`, ...) as a failure, an application one (`-WRONGTYPE`,
+    /// `-EXECABORT`) as a success carrying its kind. The connection has counted the
+    /// round trip once already, as a success for coming back whole (or as a failure,
+    /// when it did not); without this, a server answering every batch with `-LOADING`
+    /// never tripped a breaker that a single `-LOADING`d command would. Replies nested
+    /// in `EXEC`'s array are those of commands that ran, and are not looked at.
+    fn observe_error_replies(&self, conn: &Connection, outcome: &Outcome) {
+        let Outcome::Many(replies) = outcome else {
+            return;
+        };
+        if self.interactive.config.breaker.is_none() {
+            return;
+        }
+        for reply in replies.iter().filter(|r| r.is_error()) {
+            conn.observe(&Ok(Outcome::One(reply.clone())));
         }
     }
 

@@ -66,9 +66,23 @@ impl FaultContext {
         }
     }
 
-    /// Whether anything went wrong at all (an application error included).
+    /// Whether this outcome is a fault where it is seen: `error_kind` is set.
+    ///
+    /// A retry policy sees every failed attempt as a fault. A circuit breaker's
+    /// accumulator sees an error its own [`is_failure`](crate::policy::Accumulator::is_failure)
+    /// does not count (an application error such as `WRONGTYPE`, by default) as a
+    /// success: `is_fault()` is false for it, and its kind is kept in
+    /// `application_error`. So an accumulator that counts `is_fault()` counts exactly
+    /// what its `is_failure` counts, as StackExchange.Redis's `IsFault` does (a breaker
+    /// ported from there must not trip on `WRONGTYPE`).
     pub fn is_fault(&self) -> bool {
-        self.error_kind.is_some() || self.application_error.is_some()
+        self.error_kind.is_some()
+    }
+
+    /// Whether this outcome was an application error reply that the breaker seeing it
+    /// does not count (`application_error` is set).
+    pub fn is_application_error(&self) -> bool {
+        self.application_error.is_some()
     }
 
     /// Whether this is a transient or connection-level fault: what breakers count and
@@ -76,5 +90,27 @@ impl FaultContext {
     pub fn is_transient(&self) -> bool {
         self.error_kind
             .is_some_and(|k| k.is_transient() || k.is_connection_level())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What a circuit breaker's accumulator is handed: an application error arrives
+    /// as a success carrying its kind, and `is_fault()` is false for it, so a breaker
+    /// ported from StackExchange.Redis (`if context.IsFault`) does not count it.
+    #[test]
+    fn an_application_error_is_no_fault_to_a_breaker_and_a_transient_one_is() {
+        let wrongtype = FaultContext::from_kind(ErrorKind::WrongType);
+        assert!(wrongtype.is_fault(), "to a retry policy: a failed attempt");
+        let seen = wrongtype.as_application_error();
+        assert!(!seen.is_fault());
+        assert!(seen.is_application_error());
+        assert_eq!(seen.application_error, Some(ErrorKind::WrongType));
+        let loading = FaultContext::from_kind(ErrorKind::Loading);
+        assert!(loading.is_fault() && loading.is_transient());
+        assert!(!loading.is_application_error());
+        assert!(!FaultContext::success().is_fault());
     }
 }

@@ -194,6 +194,8 @@ fn a_subscription_follows_the_guides_migration_add_the_new_region_then_remove_th
     let old = group.member("old").unwrap();
     let sub = group.subscriber();
     let s = sub.subscribe("news").unwrap();
+    let p = sub.psubscribe("weather.*").unwrap();
+    let sharded = sub.ssubscribe("orders").unwrap();
     let new = member(&t, &servers[1], "new", 5);
     group.add(new).unwrap();
     assert!(wait_until(WAIT, || active(&group) == "new"));
@@ -203,6 +205,23 @@ fn a_subscription_follows_the_guides_migration_add_the_new_region_then_remove_th
     assert!(wait_until(WAIT, || sub.publish("news", "after").unwrap() == 1));
     assert_eq!(s.recv_timeout(WAIT).unwrap().payload, b"after");
     assert_eq!(s.kind(), resilient_redis::pubsub::MessageKind::Channel);
+    // Patterns and sharded channels were made on the new member too.
+    assert!(wait_until(WAIT, || sub
+        .publish("weather.paris", "rain")
+        .unwrap()
+        == 1));
+    let m = p.recv_timeout(WAIT).unwrap();
+    assert_eq!(
+        (m.channel.as_slice(), m.payload.as_slice()),
+        (&b"weather.paris"[..], &b"rain"[..])
+    );
+    assert_eq!(p.kind(), resilient_redis::pubsub::MessageKind::Pattern);
+    assert!(wait_until(WAIT, || sub.spublish("orders", "o-1").unwrap() == 1));
+    assert_eq!(sharded.recv_timeout(WAIT).unwrap().payload, b"o-1");
+    assert_eq!(
+        sharded.kind(),
+        resilient_redis::pubsub::MessageKind::Sharded
+    );
 }
 
 fn closing_the_group_ends_subscription_iterators_and_callbacks(t: Transport) {

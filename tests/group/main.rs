@@ -5,8 +5,13 @@
 mod support;
 
 mod group;
+mod group_breaker;
 mod group_defaults;
+mod group_distance;
 mod group_fake;
+mod group_probes;
+mod group_retry;
+mod group_roles;
 mod lag_aware_group;
 mod lag_aware_probe;
 mod lag_aware_tls;

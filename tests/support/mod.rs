@@ -15,6 +15,7 @@ pub mod cluster;
 pub mod commands;
 pub mod credentials;
 pub mod lanes;
+pub mod load;
 pub mod logs;
 pub mod machine;
 pub mod maintenance;

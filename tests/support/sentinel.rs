@@ -106,6 +106,21 @@ impl Drop for Sentinel {
     }
 }
 
+/// A primary and its replica, no sentinel (a deployment of several endpoints whose
+/// roles the client reads with `ROLE`), once the replica's link is up. `None` only
+/// when skipped.
+pub fn replica_pair() -> Option<(RedisServer, RedisServer)> {
+    // Without it the primary waits 5 s for more replicas before a diskless full sync.
+    let primary = RedisServer::start_with(&["--repl-diskless-sync-delay", "0"])?;
+    let port = primary.port.to_string();
+    let replica = RedisServer::start_with(&["--replicaof", "127.0.0.1", &port])?;
+    assert!(wait_until(Duration::from_secs(10), || {
+        super::cluster::cli(replica.port, &["INFO", "replication"])
+            .contains("master_link_status:up")
+    }));
+    Some((primary, replica))
+}
+
 /// A primary, a replica and three sentinels watching them.
 pub struct SentinelSetup {
     pub primary: RedisServer,

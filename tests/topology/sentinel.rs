@@ -14,7 +14,7 @@ use resilient_redis::availability::RetryPolicy;
 use resilient_redis::prelude::*;
 use resilient_redis::Endpoint;
 use support::optin::opt_in;
-use support::sentinel::{client_names, role, SentinelSetup, SwitchWatch};
+use support::sentinel::{client_names, replica_pair, role, SentinelSetup, SwitchWatch};
 use support::wait_until;
 
 /// Writers on several threads, each counting successes and failures and noting when
@@ -280,17 +280,6 @@ fn a_graceful_sentinel_failover_costs_no_failed_call() {
 }
 
 // ---- Several endpoints of one primary/replica deployment, no sentinel ----
-
-fn replica_pair() -> Option<(support::RedisServer, support::RedisServer)> {
-    let primary = support::RedisServer::start()?;
-    let port = primary.port.to_string();
-    let replica = support::RedisServer::start_with(&["--replicaof", "127.0.0.1", &port])?;
-    assert!(wait_until(Duration::from_secs(10), || {
-        support::cluster::cli(replica.port, &["INFO", "replication"])
-            .contains("master_link_status:up")
-    }));
-    Some((primary, replica))
-}
 
 #[test]
 fn several_endpoints_route_writes_to_the_primary_whatever_their_order() {

@@ -3,6 +3,7 @@
 
 use std::time::{Duration, Instant};
 
+use super::latency::Latency;
 use super::{MemberId, MemberSpec};
 use crate::availability::target::ProbeResult;
 
@@ -56,7 +57,7 @@ pub(super) struct MemberState {
     /// connection looked fine, so a reconnect alone does not earn it a check at once
     /// (it waits for its next interval, or it would flap straight back).
     pub tripped: bool,
-    pub latency: Option<Duration>,
+    latency: Latency,
     pub provisional: bool,
     health_interval: Duration,
     pub health_running: bool,
@@ -87,7 +88,7 @@ impl MemberState {
             unhealthy: false,
             last_failure: None,
             tripped: false,
-            latency: None,
+            latency: Latency::default(),
             provisional: false,
             health_interval: spec.health_interval,
             health_running: false,
@@ -115,7 +116,7 @@ impl MemberState {
             connected: self.connected,
             unhealthy: self.unhealthy,
             provisional: self.provisional,
-            latency: self.latency,
+            latency: self.latency(),
             failback_result: self.failback_verdict(),
         }
     }
@@ -149,12 +150,14 @@ impl MemberState {
         self.failback.as_ref().and_then(|f| f.verdict)
     }
 
-    /// Folds one latency sample in (weighted moving average, 1/4 new).
+    /// Folds one latency sample in, taken on its current connection.
     pub(super) fn record_latency(&mut self, sample: Duration) {
-        self.latency = Some(match self.latency {
-            None => sample,
-            Some(old) => old - old / 4 + sample / 4,
-        });
+        self.latency.record(sample, self.connection_changes);
+    }
+
+    /// Its distance as selection ranks it (see `latency.rs`); `None` until measured.
+    pub(super) fn latency(&self) -> Option<Duration> {
+        self.latency.estimate()
     }
 
     /// Asks for a health check at the next opportunity.

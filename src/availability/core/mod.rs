@@ -8,6 +8,9 @@
 //! and failback standing, provisional serving, check schedules). Must never: do IO,
 //! read a clock, or look at anything it was not told.
 
+#[cfg(test)]
+mod distance_tests;
+mod latency;
 mod member;
 mod select;
 #[cfg(test)]
@@ -472,7 +475,7 @@ impl Core {
             .map(|(i, m)| Candidate {
                 available: m.is_live() && (!gated || kept == Some(i) || m.eligible() || pending(m)),
                 weight: m.weight,
-                latency: m.latency,
+                latency: m.latency(),
             })
             .collect();
         let mut chosen = select(&candidates, cur, pref);

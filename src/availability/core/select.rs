@@ -15,12 +15,21 @@ pub(crate) struct Candidate {
     pub latency: Option<Duration>,
 }
 
-/// Latencies this close count as equal, so measurement noise does not move traffic
-/// back and forth between two members in the same region: 1 ms or 20 %.
+/// Latencies this close count as equal: a quarter of the faster one, or 200 µs,
+/// whichever is more. The current member stays among equals, so this is the band a
+/// challenger must beat to take traffic: measurement noise and members a few percent
+/// apart never move it, while a member twice as close always does. The floor is the
+/// noise of timing a round trip on a busy machine (tens to a hundred microseconds on
+/// loopback), below which no member is measurably nearer.
 pub(crate) fn latency_equal(a: Duration, b: Duration) -> bool {
     let (lo, hi) = if a <= b { (a, b) } else { (b, a) };
-    hi - lo <= Duration::from_millis(1).max(lo / 5)
+    hi - lo <= LATENCY_FLOOR.max(lo / LATENCY_BAND_DIVISOR)
 }
+
+/// The band, relative: a quarter of the faster latency.
+pub(crate) const LATENCY_BAND_DIVISOR: u32 = 4;
+/// The band, absolute: never narrower than this.
+pub(crate) const LATENCY_FLOOR: Duration = Duration::from_micros(200);
 
 /// The index of the member to make active; `None` when no member is available.
 pub(crate) fn select(
@@ -108,11 +117,11 @@ mod tests {
         );
         assert!(latency_equal(
             Duration::from_millis(100),
-            Duration::from_millis(119)
+            Duration::from_millis(125)
         ));
         assert!(!latency_equal(
             Duration::from_millis(100),
-            Duration::from_millis(125)
+            Duration::from_millis(126)
         ));
     }
 }

@@ -7,14 +7,14 @@ use ProbeResult::{Healthy, Inconclusive, Unhealthy};
 
 const SEC: Duration = Duration::from_secs(1);
 
-struct Table {
-    core: Core,
-    t0: Instant,
-    now: Instant,
+pub(super) struct Table {
+    pub(super) core: Core,
+    pub(super) t0: Instant,
+    pub(super) now: Instant,
 }
 
 impl Table {
-    fn new(failback_delay: Duration) -> Table {
+    pub(super) fn new(failback_delay: Duration) -> Table {
         let t0 = Instant::now();
         Table {
             core: Core::new(Settings {
@@ -27,7 +27,7 @@ impl Table {
     }
 
     /// Members `1..=weights.len()` with these weights, all up at once.
-    fn up(weights: &[u32]) -> Table {
+    pub(super) fn up(weights: &[u32]) -> Table {
         let mut t = Table::new(Duration::ZERO);
         for (i, &w) in weights.iter().enumerate() {
             t.add(i as u64 + 1, w, None);
@@ -45,7 +45,7 @@ impl Table {
         t
     }
 
-    fn add(&mut self, id: MemberId, weight: u32, failback: Option<Duration>) -> Step {
+    pub(super) fn add(&mut self, id: MemberId, weight: u32, failback: Option<Duration>) -> Step {
         self.input(Input::Added(MemberSpec {
             id,
             weight,
@@ -55,16 +55,16 @@ impl Table {
         }))
     }
 
-    fn at(&mut self, after_start: Duration) -> &mut Table {
+    pub(super) fn at(&mut self, after_start: Duration) -> &mut Table {
         self.now = self.t0 + after_start;
         self
     }
 
-    fn input(&mut self, input: Input) -> Step {
+    pub(super) fn input(&mut self, input: Input) -> Step {
         self.core.handle(self.now, input)
     }
 
-    fn health(&mut self, id: MemberId, result: ProbeResult) -> Step {
+    pub(super) fn health(&mut self, id: MemberId, result: ProbeResult) -> Step {
         self.input(Input::Health {
             id,
             result,
@@ -73,12 +73,12 @@ impl Table {
         })
     }
 
-    fn active(&self) -> Option<MemberId> {
+    pub(super) fn active(&self) -> Option<MemberId> {
         self.core.active()
     }
 }
 
-fn changes(step: &Step) -> Vec<(Option<MemberId>, Option<MemberId>, ChangeReason)> {
+pub(super) fn changes(step: &Step) -> Vec<(Option<MemberId>, Option<MemberId>, ChangeReason)> {
     step.actions
         .iter()
         .filter_map(|a| match a {
@@ -92,7 +92,7 @@ fn changes(step: &Step) -> Vec<(Option<MemberId>, Option<MemberId>, ChangeReason
         .collect()
 }
 
-fn checks(step: &Step) -> Vec<(MemberId, CheckKind)> {
+pub(super) fn checks(step: &Step) -> Vec<(MemberId, CheckKind)> {
     step.actions
         .iter()
         .filter_map(|a| match a {

@@ -75,6 +75,18 @@ pub enum LagOutcome {
     Credentials(String),
     /// Could not ask: the certificate was not trusted.
     Certificate(String),
+    /// Could not ask: the cluster refused the question itself with a 4xx (other than
+    /// 401/403, which are [`Credentials`](Self::Credentials), and 404, which is
+    /// [`DatabaseNotFound`](Self::DatabaseNotFound)): a parameter it does not take,
+    /// a cluster too old for the lag question, too many requests. That says nothing
+    /// of the database, so it must not fail it over, even with an `error_code`: only
+    /// a 503 is the cluster saying "not available" or "behind".
+    Rejected {
+        /// The status.
+        status: u16,
+        /// The cluster's `error_code`, when its answer carried one.
+        error_code: Option<String>,
+    },
     /// Could not ask: a redirect (never followed), with its target.
     Redirect {
         /// The status.
@@ -119,6 +131,12 @@ impl fmt::Display for LagOutcome {
             LagOutcome::Unavailable { error_code } => write!(f, "not available ({error_code})"),
             LagOutcome::Credentials(m) => write!(f, "credentials: {m}"),
             LagOutcome::Certificate(m) => write!(f, "certificate: {m}"),
+            LagOutcome::Rejected { status, error_code } => write!(
+                f,
+                "rejected: {status} to the availability question ({}): the cluster refused \
+                 the question, which says nothing of the database",
+                error_code.as_deref().unwrap_or("no error_code")
+            ),
             LagOutcome::Redirect { status, target } => write!(
                 f,
                 "redirect: {status} to {target}, not followed (only the cluster's master \
@@ -236,11 +254,16 @@ pub(crate) fn check(
             cache.lock().remove(&key);
             LagOutcome::DatabaseNotFound(format!("database {uid} is unknown (404)"))
         }
-        _ => match (answered(code), error_code(&body)) {
-            (true, Some(error_code)) if ask_lag => LagOutcome::Behind { error_code },
-            (true, Some(error_code)) => LagOutcome::Unavailable { error_code },
-            _ => unexpected(code, &body, "availability"),
+        400..=499 => LagOutcome::Rejected {
+            status: code,
+            error_code: error_code(&body),
         },
+        503 => match error_code(&body) {
+            Some(error_code) if ask_lag => LagOutcome::Behind { error_code },
+            Some(error_code) => LagOutcome::Unavailable { error_code },
+            None => unexpected(code, &body, "availability"),
+        },
+        _ => unexpected(code, &body, "availability"),
     }
 }
 
@@ -258,13 +281,6 @@ pub(crate) fn availability_path(options: &LagAwareOptions, uid: u64, lag: bool) 
         }
     }
     path
-}
-
-/// Whether a failure status is the cluster answering the question (it then carries an
-/// `error_code`): 503, or a 4xx about the request. 401/403/404 are handled before; 408
-/// and 429, and 5xx other than 503, are the management plane failing, not an answer.
-fn answered(code: u16) -> bool {
-    code == 503 || ((400..500).contains(&code) && !matches!(code, 408 | 429))
 }
 
 fn error_code(body: &[u8]) -> Option<String> {

@@ -226,8 +226,22 @@ fn every_could_not_ask_is_inconclusive_and_says_why() {
             "body: unexpected status 500",
         ),
         (
-            vec![ok(LISTING), ok(r#"{"crdt":true}"#), status(429, BEHIND)],
-            "body: unexpected status 429",
+            vec![ok(LISTING), ok(r#"{"crdt":true}"#), status(429, "")],
+            "rejected: 429 to the availability question (no error_code)",
+        ),
+        // A 4xx is the cluster refusing the question, whatever error_code it carries:
+        // only a 503 says the database is not available.
+        (
+            vec![ok(LISTING), ok(r#"{"crdt":true}"#), status(400, BEHIND)],
+            "rejected: 400 to the availability question (bdb_endpoint_unavailable)",
+        ),
+        (
+            vec![
+                ok(LISTING),
+                ok(r#"{"crdt":false}"#),
+                status(422, r#"{"error_code":"invalid_parameter"}"#),
+            ],
+            "rejected: 422 to the availability question (invalid_parameter)",
         ),
     ];
     for (answers, why) in cases {
