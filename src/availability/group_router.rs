@@ -122,7 +122,12 @@ impl Router for GroupRouter {
         Some(m.inner.database.get()?.router().clone())
     }
 
-    fn send_many(&self, cmds: &[Cmd], call: CallTimeout, atomic: bool) -> Result<Vec<Value>> {
+    fn send_many(
+        &self,
+        cmds: &[Cmd],
+        call: CallTimeout,
+        atomic: bool,
+    ) -> Result<Vec<Result<Value>>> {
         self.route(call, |r, c| r.send_many(cmds, c, atomic))
     }
 

@@ -27,9 +27,12 @@ pub(crate) trait Router: Send + Sync {
     /// spent in one (a group's backlog) is never given again by the next.
     fn send(&self, cmd: &Cmd, call: CallTimeout) -> Result<Value>;
 
-    /// Sends commands pipelined and returns one reply each, in order. `atomic`: a
-    /// MULTI/EXEC transaction, which must go whole to one connection.
-    fn send_many(&self, cmds: &[Cmd], call: CallTimeout, atomic: bool) -> Result<Vec<Value>>;
+    /// Sends commands pipelined and returns one answer each, in order: its reply
+    /// (error replies included), or the error that kept that command alone from
+    /// getting one (a cluster: keys across slots, a node of several that failed).
+    /// `atomic`: a MULTI/EXEC transaction, which must go whole to one connection.
+    fn send_many(&self, cmds: &[Cmd], call: CallTimeout, atomic: bool)
+        -> Result<Vec<Result<Value>>>;
 
     /// A router bound to one dedicated connection (on the server owning `key`), for a
     /// sequence that must not share its connection: WATCH, reads, MULTI/EXEC.
@@ -113,7 +116,12 @@ impl Router for DeploymentRouter {
         self.lease(key, timeout)
     }
 
-    fn send_many(&self, cmds: &[Cmd], call: CallTimeout, atomic: bool) -> Result<Vec<Value>> {
+    fn send_many(
+        &self,
+        cmds: &[Cmd],
+        call: CallTimeout,
+        atomic: bool,
+    ) -> Result<Vec<Result<Value>>> {
         let deployment = &self.guard.inner.deployment;
         if let Some(state) = deployment.cluster() {
             return ClusterRouter::new(deployment, &state).send_many(cmds, call, atomic);
@@ -135,11 +143,13 @@ impl Router for DeploymentRouter {
                 &refused,
             )
             .and_then(Outcome::into_values)
+            .map(answers)
             .map_err(|e| e.with_command(name));
         }
         self.primary()?
             .request(&Cmd::concat(cmds), cmds.len(), deadline, Traffic::Caller)
             .and_then(Outcome::into_values)
+            .map(answers)
             .map_err(|e| e.with_command(name))
     }
 }
@@ -187,10 +197,16 @@ impl Router for LeasedRouter {
             })
     }
 
-    fn send_many(&self, cmds: &[Cmd], call: CallTimeout, _atomic: bool) -> Result<Vec<Value>> {
+    fn send_many(
+        &self,
+        cmds: &[Cmd],
+        call: CallTimeout,
+        _atomic: bool,
+    ) -> Result<Vec<Result<Value>>> {
         self.lease
             .request(&Cmd::concat(cmds), cmds.len(), call.deadline(self.timeout))?
             .into_values()
+            .map(answers)
     }
 
     fn leased(&self, _key: Option<&[u8]>, _timeout: Option<Duration>) -> Result<Arc<dyn Router>> {
@@ -315,6 +331,11 @@ fn refused_by_replica(cmds: &[Cmd], outcome: &Outcome) -> bool {
         && cmds.iter().zip(replies).all(|(c, r)| {
             c.retry_category() == RetryCategory::ReadOnly || r.error_message().is_some()
         })
+}
+
+/// Replies as answers (each one a reply: nothing failed for one command alone).
+pub(crate) fn answers(replies: Vec<Value>) -> Vec<Result<Value>> {
+    replies.into_iter().map(Ok).collect()
 }
 
 fn single(outcome: Outcome) -> Result<Value> {

@@ -213,7 +213,9 @@ impl Database {
         &self.router
     }
 
-    pub(crate) fn send_many(&self, cmds: &[Cmd], atomic: bool) -> Result<Vec<Value>> {
+    /// Runs commands pipelined (a batch) or as one `MULTI`/`EXEC` (`atomic`): an
+    /// answer per command (see `Router::send_many`).
+    pub(crate) fn send_many(&self, cmds: &[Cmd], atomic: bool) -> Result<Vec<Result<Value>>> {
         const BATCH: Cow<'static, str> = Cow::Borrowed("BATCH");
         const MULTI: Cow<'static, str> = Cow::Borrowed("MULTI");
         let stopwatch = metrics::Stopwatch::start();

@@ -11,20 +11,25 @@
 //! and re-routed when their slot moved; a node that has just become an owner is
 //! dialled at once rather than after its reconnect back-off.
 
+mod aggregate;
 mod cluster_router;
+mod command_table;
+mod fan_out;
 pub(crate) mod hash_slot;
 mod refresh;
+mod route;
 mod split;
 pub(crate) mod topology;
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use parking_lot::{Mutex, RwLock};
 
 pub(crate) use cluster_router::ClusterRouter;
+use command_table::CommandTable;
 pub use hash_slot::{key_slot, SLOT_COUNT};
 
 use super::deployment::Deployment;
@@ -41,6 +46,9 @@ use topology::Topology;
 pub(crate) const ABSENT_REFRESHES_BEFORE_RETIRING: u32 = 3;
 /// The longest a retiring node waits for caller work in flight before it is closed.
 pub(crate) const RETIREMENT_DRAIN: Duration = Duration::from_secs(5);
+/// Refreshes that try to read a node's command table before the built-in one is kept
+/// for good (a server whose ACL refuses `COMMAND` would refuse it every time).
+const COMMAND_TABLE_ATTEMPTS: u32 = 3;
 
 /// Counters for diagnostics and tests.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -120,6 +128,12 @@ pub(crate) struct ClusterState {
     pick: AtomicU64,
     /// A topology worker is under way (one at a time).
     refreshing: AtomicBool,
+    /// Key positions and request/response policies: the built-in table until a node's
+    /// own is read.
+    commands: RwLock<Arc<CommandTable>>,
+    /// Attempts left to read a node's command table (a server that refuses it keeps
+    /// the built-in one).
+    command_table_attempts: AtomicU32,
 }
 
 impl ClusterState {
@@ -148,7 +162,58 @@ impl ClusterState {
             slot_migrations: AtomicU64::new(0),
             slot_migrations_ignored: AtomicU64::new(0),
             pick: AtomicU64::new(0),
+            commands: RwLock::new(CommandTable::builtin()),
+            command_table_attempts: AtomicU32::new(COMMAND_TABLE_ATTEMPTS),
         }
+    }
+
+    /// The command table routing goes by now.
+    pub(crate) fn command_table(&self) -> Arc<CommandTable> {
+        self.commands.read().clone()
+    }
+
+    /// Every master the map lists (owning slots or not).
+    pub(crate) fn masters(&self) -> Vec<Endpoint> {
+        self.map.read().shards.iter().map(|s| s.0.clone()).collect()
+    }
+
+    /// Every replica the map lists.
+    pub(crate) fn replicas(&self) -> Vec<Endpoint> {
+        let map = self.map.read();
+        map.shards.iter().flat_map(|s| s.1.iter().cloned()).collect()
+    }
+
+    /// Whether the map lists `endpoint` as a master.
+    pub(crate) fn is_master(&self, endpoint: &Endpoint) -> bool {
+        self.map.read().shards.iter().any(|s| s.0 == *endpoint)
+    }
+
+    /// Whether the map lists `endpoint` as a replica.
+    pub(crate) fn is_replica(&self, endpoint: &Endpoint) -> bool {
+        self.map.read().shards.iter().any(|s| s.1.contains(endpoint))
+    }
+
+    /// Every node the map lists: its role (master or replica), its master's slot
+    /// ranges (for a replica, the ones it copies).
+    pub(crate) fn roles(&self) -> Vec<(Endpoint, bool, Vec<(u16, u16)>)> {
+        let map = self.map.read();
+        let mut ranges: Vec<Vec<(u16, u16)>> = vec![Vec::new(); map.shards.len()];
+        for (slot, owner) in map.table.iter().enumerate() {
+            let Some(list) = owner.and_then(|i| ranges.get_mut(i as usize)) else {
+                continue;
+            };
+            let slot = slot as u16;
+            match list.last_mut() {
+                Some(last) if last.1 + 1 == slot => last.1 = slot,
+                _ => list.push((slot, slot)),
+            }
+        }
+        let mut out = Vec::new();
+        for ((master, replicas), slots) in map.shards.iter().zip(ranges) {
+            out.push((master.clone(), true, slots.clone()));
+            out.extend(replicas.iter().map(|r| (r.clone(), false, slots.clone())));
+        }
+        out
     }
 
     /// A rotating number, to spread keyless commands and replica reads.
@@ -420,36 +485,81 @@ impl ClusterState {
     }
 }
 
+/// One command to one node, as internal traffic (never caller work: it never makes a
+/// node look busy), and its reply.
+fn ask_node(node: &Node, args: &[&[u8]], timeout: Duration) -> Result<Value> {
+    let mut frame = Vec::new();
+    write_command_header(&mut frame, args.len());
+    for a in args {
+        write_arg(&mut frame, a);
+    }
+    let conn = node
+        .current()
+        .ok_or_else(|| Error::new(ErrorKind::ConnectionClosed, "not connected"))?;
+    match conn.request(&frame, 1, Deadline::after(timeout), Traffic::Internal) {
+        Ok(Outcome::One(v)) => Ok(v),
+        Ok(Outcome::Failed(e)) => Err(e),
+        Ok(Outcome::Many(_)) => Err(Error::new(ErrorKind::Protocol, "several replies")),
+        Err(crate::connection::RequestError::Failed(e))
+        | Err(crate::connection::RequestError::Unsent(e)) => Err(e),
+    }
+}
+
 /// Reads the topology from one node: `CLUSTER SHARDS`, falling back to `CLUSTER SLOTS`
-/// on servers before 7.0. Not caller work: it never makes a node look busy.
+/// on servers before 7.0.
 pub(crate) fn query_topology(node: &Node, timeout: Duration, tls: bool) -> Result<Topology> {
-    let ask = |args: &[&[u8]]| -> Result<Value> {
-        let mut frame = Vec::new();
-        write_command_header(&mut frame, args.len());
-        for a in args {
-            write_arg(&mut frame, a);
-        }
-        let conn = node
-            .current()
-            .ok_or_else(|| Error::new(ErrorKind::ConnectionClosed, "not connected"))?;
-        match conn.request(&frame, 1, Deadline::after(timeout), Traffic::Internal) {
-            Ok(Outcome::One(v)) => Ok(v),
-            Ok(Outcome::Failed(e)) => Err(e),
-            Ok(Outcome::Many(_)) => Err(Error::new(ErrorKind::Protocol, "several replies")),
-            Err(crate::connection::RequestError::Failed(e))
-            | Err(crate::connection::RequestError::Unsent(e)) => Err(e),
-        }
-    };
-    let reply = ask(&[b"CLUSTER", b"SHARDS"])?;
+    let reply = ask_node(node, &[b"CLUSTER", b"SHARDS"], timeout)?;
     match reply.error_message() {
         None => topology::parse_shards(&reply, &node.endpoint, tls),
         Some(_) => {
-            let reply = ask(&[b"CLUSTER", b"SLOTS"])?;
+            let reply = ask_node(node, &[b"CLUSTER", b"SLOTS"], timeout)?;
             if let Some(m) = reply.error_message() {
                 return Err(Error::from_server_reply(m).with_command("CLUSTER SLOTS"));
             }
             topology::parse_slots(&reply, &node.endpoint)
         }
+    }
+}
+
+/// Reads `node`'s command table (`COMMAND`) when the built-in one is still in use and
+/// attempts are left; a server without policy tips (before 7.0) keeps the built-in
+/// policies with its own key positions.
+fn load_command_table(state: &ClusterState, node: &Node, timeout: Duration) {
+    if state.command_table().is_from_server()
+        || state
+            .command_table_attempts
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1))
+            .is_err()
+    {
+        return;
+    }
+    let reply = match ask_node(node, &[b"COMMAND"], timeout) {
+        Ok(reply) => reply,
+        Err(e) => {
+            log::debug!("{}: COMMAND failed: {e}", node.endpoint);
+            return;
+        }
+    };
+    if let Some(m) = reply.error_message() {
+        // Refused (an ACL, a proxy): it would be refused again.
+        log::info!(
+            "{}: COMMAND refused ({m}); routing by the built-in command table",
+            node.endpoint
+        );
+        state.command_table_attempts.store(0, Ordering::Release);
+        return;
+    }
+    match command_table::parse_command_reply(&reply) {
+        Ok(table) => {
+            let table = if table.has_policies() {
+                table
+            } else {
+                table.with_policies_of(&CommandTable::builtin())
+            };
+            log::debug!("{}: {} commands in the command table", node.endpoint, table.len());
+            *state.commands.write() = Arc::new(table);
+        }
+        Err(e) => log::debug!("{}: COMMAND reply unreadable: {e}", node.endpoint),
     }
 }
 
@@ -468,6 +578,7 @@ pub(crate) fn refresh(deployment: &Deployment, state: &ClusterState) -> bool {
         match query_topology(node, timeout, tls) {
             Ok(t) if !t.shards.is_empty() => {
                 topology = Some(t);
+                load_command_table(state, node, timeout);
                 break;
             }
             Ok(_) => log::debug!("{}: empty cluster topology", node.endpoint),
