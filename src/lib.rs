@@ -119,11 +119,13 @@ pub mod testkit;
 
 pub use client::cluster;
 pub use client::{
-    Client, ClientEvent, ClientStatus, ClusterStats, IntoOptions, NodeStatus, EVENT_QUEUE_BOUND,
+    Client, ClientEvent, ClientStatus, ClusterStats, IntoOptions, NodeInfo, NodeRole, NodeStatus,
+    EVENT_QUEUE_BOUND,
 };
 pub use commands::{
     ArgWriter, Batch, BatchReply, Cmd, CmdBuilder, CommandFlags, Commands, Database, FromValue,
-    HashCommands, KeyCommands, ListCommands, ListEnd, RetryCategory, Script, ScriptingCommands,
+    HashCommands, KeyCommands, ListCommands, ListEnd, RetryCategory, ScanIter, ScanOptions, Script,
+    ScriptingCommands,
     ServerCommands, SetCommands, SetOptions, SortedSetCommands, StreamCommands, StreamEntry,
     StringCommands, ToArgs, Transaction,
 };

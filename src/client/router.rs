@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use super::cluster::ClusterRouter;
 use super::dedicated::Lease;
 use super::roles::{is_readonly, Roles};
+use super::walk::{self, KeyspaceWalk};
 use super::{ClientGuard, Deployment};
 use crate::command::{Cmd, RetryCategory};
 use crate::config::BacklogPolicy;
@@ -37,6 +38,21 @@ pub(crate) trait Router: Send + Sync {
     /// A router bound to one dedicated connection (on the server owning `key`), for a
     /// sequence that must not share its connection: WATCH, reads, MULTI/EXEC.
     fn leased(&self, key: Option<&[u8]>, timeout: Option<Duration>) -> Result<Arc<dyn Router>>;
+
+    /// The next page of keys of a walk over the whole keyspace (`SCAN` on every master
+    /// in turn, see `walk`); `None` once the walk is complete. `options` follow the
+    /// cursor (`MATCH`, `COUNT`, `TYPE`).
+    fn scan_page(
+        &self,
+        _walk: &mut KeyspaceWalk,
+        _options: &[Vec<u8>],
+        _call: CallTimeout,
+    ) -> Result<Option<Vec<Value>>> {
+        Err(Error::new(
+            ErrorKind::InvalidInput,
+            "a keyspace walk cannot run on a dedicated connection",
+        ))
+    }
 
     /// The group member serving now (id, name); `None` outside a group.
     fn active_member(&self) -> Option<(u64, String)> {
@@ -116,6 +132,16 @@ impl Router for DeploymentRouter {
         self.lease(key, timeout)
     }
 
+    fn scan_page(
+        &self,
+        walk: &mut KeyspaceWalk,
+        options: &[Vec<u8>],
+        call: CallTimeout,
+    ) -> Result<Option<Vec<Value>>> {
+        let deployment = &self.guard.inner.deployment;
+        walk::io::page(walk::io::Scope::Deployment(deployment), walk, options, call)
+    }
+
     fn send_many(
         &self,
         cmds: &[Cmd],
@@ -168,19 +194,29 @@ impl DeploymentRouter {
             }
             _ => self.primary()?,
         };
-        Ok(Arc::new(LeasedRouter {
-            lease: node.blocking.lease_for(timeout)?,
+        Ok(Arc::new(LeasedRouter::new(
+            node.blocking.lease_for(timeout)?,
             timeout,
-            _guard: self.guard.clone(),
-        }))
+            self.guard.clone(),
+        )))
     }
 }
 
 /// Every command on one leased dedicated connection.
-struct LeasedRouter {
+pub(crate) struct LeasedRouter {
     lease: Lease,
     timeout: Duration,
     _guard: Arc<ClientGuard>,
+}
+
+impl LeasedRouter {
+    pub(crate) fn new(lease: Lease, timeout: Duration, guard: Arc<ClientGuard>) -> LeasedRouter {
+        LeasedRouter {
+            lease,
+            timeout,
+            _guard: guard,
+        }
+    }
 }
 
 impl Router for LeasedRouter {

@@ -213,6 +213,11 @@ impl Database {
         &self.router
     }
 
+    /// The timeout set by [`Database::with_timeout`], if any.
+    pub(crate) fn timeout(&self) -> Option<Duration> {
+        self.timeout
+    }
+
     /// Runs commands pipelined (a batch) or as one `MULTI`/`EXEC` (`atomic`): an
     /// answer per command (see `Router::send_many`).
     pub(crate) fn send_many(&self, cmds: &[Cmd], atomic: bool) -> Result<Vec<Result<Value>>> {

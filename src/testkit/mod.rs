@@ -100,6 +100,7 @@ mod accept;
 mod blocking;
 mod cluster;
 mod cluster_cmds;
+mod cmd_command;
 mod cmd_config;
 mod cmd_hashes;
 mod cmd_keys;
