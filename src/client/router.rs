@@ -254,6 +254,14 @@ impl Router for LeasedRouter {
 }
 
 impl PubSubLinks for DeploymentRouter {
+    fn carriers(&self, key: &Key) -> usize {
+        let deployment = &self.guard.inner.deployment;
+        match deployment.cluster() {
+            Some(state) => ClusterRouter::new(deployment, &state).carriers(key),
+            None => 1,
+        }
+    }
+
     fn send(&self, key: &Key, subscribe: bool) -> Result<()> {
         let deployment = &self.guard.inner.deployment;
         if let Some(state) = deployment.cluster() {

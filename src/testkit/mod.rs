@@ -122,6 +122,7 @@ mod conn;
 mod delay_proxy;
 mod faults;
 mod glob;
+mod keyspace_events;
 mod maintenance;
 mod observe;
 mod pubsub;

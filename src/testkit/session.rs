@@ -187,6 +187,7 @@ impl Session {
             pushed: false,
         };
         let reply = (spec.run)(&mut ctx, args);
+        super::keyspace_events::after(&mut ctx, spec, args, &reply);
         if ctx.pushed {
             server.store.pushed.notify_all();
         }

@@ -300,29 +300,3 @@ impl ClusterRouter<'_> {
         }
     }
 }
-
-impl ClusterRouter<'_> {
-    /// Sends (un)subscribe for one name to the node that carries it.
-    pub(crate) fn subscription(&self, key: &crate::pubsub::Key, subscribe: bool) -> Result<()> {
-        let deployment = self.deployment();
-        let home = match self.state.subscription_home(key) {
-            Some(h) => h,
-            None => self.first_target(&Cmd::new("PING"), None)?,
-        };
-        let route = if subscribe {
-            self.state
-                .sub_routes()
-                .lock()
-                .insert(key.clone(), home.clone());
-            home
-        } else {
-            match self.state.sub_routes().lock().remove(key) {
-                Some(r) => r,
-                None => return Ok(()),
-            }
-        };
-        let node = deployment.node_for(&route)?;
-        let keys = || super::subscriptions_for(deployment, self.state, &route);
-        node.send_subscription(key, subscribe, keys)
-    }
-}

@@ -19,6 +19,7 @@ pub(crate) mod hash_slot;
 mod refresh;
 mod route;
 mod split;
+mod subscriptions;
 pub(crate) mod topology;
 
 use std::collections::HashMap;
@@ -29,6 +30,7 @@ use std::time::{Duration, Instant};
 use parking_lot::{Mutex, RwLock};
 
 pub(crate) use cluster_router::ClusterRouter;
+pub(crate) use subscriptions::{reroute_subscriptions, subscriptions_for};
 use command_table::CommandTable;
 pub use hash_slot::{key_slot, SLOT_COUNT};
 
@@ -38,7 +40,7 @@ use crate::config::Endpoint;
 use crate::connection::reply_slot::Outcome;
 use crate::connection::{Deadline, Traffic};
 use crate::error::{Error, ErrorKind, Result};
-use crate::pubsub::{Key, MessageKind};
+use crate::pubsub::Key;
 use crate::resp::{write_arg, write_command_header, Value};
 use topology::Topology;
 
@@ -116,8 +118,11 @@ pub(crate) struct ClusterState {
     /// insides can reach).
     listed_ever: Mutex<std::collections::HashSet<Endpoint>>,
     retiring: Mutex<Vec<(Arc<Node>, Instant)>>,
-    /// Which node carries each sharded subscription.
+    /// Which node carries each sharded (and plain) subscription.
     sub_routes: Mutex<HashMap<Key, Endpoint>>,
+    /// Which masters carry each keyspace-notification subscription (held on every
+    /// master: see `subscriptions`).
+    spread_routes: Mutex<HashMap<Key, Vec<Endpoint>>>,
     moved: AtomicU64,
     ask: AtomicU64,
     try_again: AtomicU64,
@@ -154,6 +159,7 @@ impl ClusterState {
             listed_ever: Mutex::new(std::collections::HashSet::new()),
             retiring: Mutex::new(Vec::new()),
             sub_routes: Mutex::new(HashMap::new()),
+            spread_routes: Mutex::new(HashMap::new()),
             moved: AtomicU64::new(0),
             ask: AtomicU64::new(0),
             try_again: AtomicU64::new(0),
@@ -470,19 +476,6 @@ impl ClusterState {
         self.retired.fetch_add(done.len() as u64, Ordering::Relaxed);
         done
     }
-
-    /// The node a subscription belongs on: sharded by slot, the rest on the first
-    /// master (plain pub/sub is broadcast across the cluster).
-    pub(crate) fn subscription_home(&self, key: &Key) -> Option<Endpoint> {
-        match key.0 {
-            MessageKind::Sharded => self.master_for(key_slot(&key.1)),
-            _ => self.any_master(0),
-        }
-    }
-
-    pub(crate) fn sub_routes(&self) -> &Mutex<HashMap<Key, Endpoint>> {
-        &self.sub_routes
-    }
 }
 
 /// One command to one node, as internal traffic (never caller work: it never makes a
@@ -677,65 +670,6 @@ pub(crate) fn hurry_reconnect(deployment: &Deployment, state: &ClusterState, nod
     node.interactive.reconnect.lock().next_at = None;
     log::debug!("{}: now a slot owner; reconnecting at once", node.endpoint);
     let _ = deployment.wake.try_send(super::supervisor::Wake::NodeAdded);
-}
-
-/// Puts every sharded subscription on the node that owns its slot now, at once (not
-/// after a jittered delay): messages published meanwhile would otherwise be lost.
-pub(crate) fn reroute_subscriptions(deployment: &Deployment, state: &ClusterState) {
-    for key in deployment.registry.wanted() {
-        let Some(home) = state.subscription_home(&key) else {
-            continue;
-        };
-        let previous = state.sub_routes.lock().get(&key).cloned();
-        let confirmed = deployment.registry.is_confirmed(&key);
-        if previous.as_ref() == Some(&home) && confirmed {
-            continue;
-        }
-        move_subscription(deployment, state, &key, previous, home);
-    }
-}
-
-/// Moves one subscription from `previous` (if any) to `home`.
-pub(crate) fn move_subscription(
-    deployment: &Deployment,
-    state: &ClusterState,
-    key: &Key,
-    previous: Option<Endpoint>,
-    home: Endpoint,
-) {
-    if let Some(old) = previous.filter(|p| *p != home) {
-        if let Some(node) = deployment.find(&old) {
-            let _ = node.send_subscription(key, false, Vec::new);
-        }
-    }
-    state.sub_routes.lock().insert(key.clone(), home.clone());
-    match deployment.node_for(&home) {
-        Ok(node) => {
-            let keys = || subscriptions_for(deployment, state, &home);
-            if let Err(e) = node.send_subscription(key, true, keys) {
-                log::debug!("{home}: subscribing deferred: {e}");
-            }
-        }
-        Err(e) => log::warn!("{home}: cannot add node: {e}"),
-    }
-}
-
-/// The subscriptions a node carries (what to re-send on a fresh connection to it).
-pub(crate) fn subscriptions_for(
-    deployment: &Deployment,
-    state: &ClusterState,
-    endpoint: &Endpoint,
-) -> Vec<Key> {
-    let routes = state.sub_routes.lock();
-    deployment
-        .registry
-        .wanted()
-        .into_iter()
-        .filter(|k| match routes.get(k) {
-            Some(home) => home == endpoint,
-            None => state.subscription_home(k).as_ref() == Some(endpoint),
-        })
-        .collect()
 }
 
 #[cfg(test)]
