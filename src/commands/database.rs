@@ -213,6 +213,11 @@ impl Database {
         &self.router
     }
 
+    /// The retry policy set by [`Database::with_retry`], if any.
+    pub(crate) fn retry_policy(&self) -> Option<&RetryPolicy> {
+        self.retry.as_deref()
+    }
+
     /// The timeout set by [`Database::with_timeout`], if any.
     pub(crate) fn timeout(&self) -> Option<Duration> {
         self.timeout

@@ -11,7 +11,7 @@ use std::marker::PhantomData;
 
 use super::database::{convert, Database};
 use super::from_value::FromValue;
-use super::{Cmd, RetryCategory, ToArgs};
+use super::{retrying, Cmd, RetryCategory, ToArgs};
 use crate::client::walk::KeyspaceWalk;
 use crate::connection::CallTimeout;
 use crate::error::{Error, ErrorKind, Result};
@@ -125,12 +125,24 @@ impl<T: FromValue> ScanIter<T> {
     /// Fetches the next page into the buffer; `false` when there is none.
     fn fetch(&mut self) -> Result<bool> {
         let options = self.options.as_ref().map_err(Clone::clone)?;
-        let call = CallTimeout::starting_now(self.db.timeout());
         match &mut self.source {
-            Source::Keyspace(walk) => match self.db.router().scan_page(walk, options, call)? {
-                Some(keys) => self.buffer.extend(keys),
-                None => return Ok(false),
-            },
+            Source::Keyspace(walk) => {
+                // Each attempt a call of its own; a retrying handle retries a page as
+                // the read it is (the walk re-reads the map itself in between).
+                let (db, timeout) = (&self.db, self.db.timeout());
+                let mut page = || {
+                    let call = CallTimeout::starting_now(timeout);
+                    db.router().scan_page(walk, options, call)
+                };
+                let page = match db.retry_policy() {
+                    Some(policy) => retrying::attempts(policy, RetryCategory::ReadOnly, page)?,
+                    None => page()?,
+                };
+                match page {
+                    Some(keys) => self.buffer.extend(keys),
+                    None => return Ok(false),
+                }
+            }
             Source::Key {
                 command,
                 key,

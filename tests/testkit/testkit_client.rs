@@ -409,7 +409,7 @@ fn sharded_subscription_after_smigrated(check_nodes: bool) {
     // Interactive routing takes the announced target at once (§7), so a publish may
     // have tried it; the refresh by the topology should then drop it.
     let deadline = Instant::now() + five;
-    while client.nodes().iter().any(|e| e.port == undialable.port()) {
+    while client.nodes().iter().any(|n| n.endpoint.port == undialable.port()) {
         assert!(
             Instant::now() < deadline,
             "the client kept the undialable target: {:?}",

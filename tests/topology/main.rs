@@ -8,5 +8,6 @@ mod support;
 mod cluster;
 mod cluster_failover;
 mod cluster_fake;
+mod cluster_keyspace;
 mod cluster_migration;
 mod sentinel;

@@ -23,7 +23,9 @@ use crate::resp::Value;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Reach {
     Masters,
-    /// Masters and replicas.
+    /// Masters, replicas, and members not routed to (a replica the cluster still
+    /// lists as loading, a node of a shard mid-failover): every node a setting or a
+    /// script must reach before it may serve.
     AllNodes,
 }
 
@@ -41,12 +43,19 @@ impl Reach {
         let mut out = state.masters();
         if self == Reach::AllNodes {
             out.extend(state.replicas());
+            for e in state.unrouted() {
+                if !out.contains(&e) {
+                    out.push(e);
+                }
+            }
         }
         out
     }
 
     fn covers(self, state: &ClusterState, endpoint: &Endpoint) -> bool {
-        state.is_master(endpoint) || (self == Reach::AllNodes && state.is_replica(endpoint))
+        state.is_master(endpoint)
+            || (self == Reach::AllNodes
+                && (state.is_replica(endpoint) || state.unrouted().contains(endpoint)))
     }
 }
 

@@ -77,6 +77,9 @@ struct SlotMap {
     /// Master endpoint (canonical) per shard, and replicas.
     shards: Vec<(Endpoint, Vec<Endpoint>)>,
     table: Vec<Option<u16>>,
+    /// Members listed but not routed to (loading: a replica whose offset the cluster
+    /// has not seen yet looks so for a while after it synced; mid-failover).
+    unrouted: Vec<Endpoint>,
 }
 
 impl SlotMap {
@@ -147,6 +150,7 @@ impl ClusterState {
             map: RwLock::new(SlotMap {
                 shards: Vec::new(),
                 table: vec![None; SLOT_COUNT as usize],
+                unrouted: Vec::new(),
             }),
             aliases: RwLock::new(HashMap::new()),
             refresh_requested: AtomicBool::new(false),
@@ -187,6 +191,12 @@ impl ClusterState {
     pub(crate) fn replicas(&self) -> Vec<Endpoint> {
         let map = self.map.read();
         map.shards.iter().flat_map(|s| s.1.iter().cloned()).collect()
+    }
+
+    /// Every member listed but not routed to (loading, or of a shard mid-failover):
+    /// a command meant for every node goes to these too.
+    pub(crate) fn unrouted(&self) -> Vec<Endpoint> {
+        self.map.read().unrouted.clone()
     }
 
     /// Whether the map lists `endpoint` as a master.
@@ -415,6 +425,7 @@ impl ClusterState {
         *self.map.write() = SlotMap {
             shards,
             table: topology.slot_table(),
+            unrouted: topology.unrouted.clone(),
         };
         self.refreshes.fetch_add(1, Ordering::Relaxed);
         // A node still listed (even without slots, even failed) is kept; one missing

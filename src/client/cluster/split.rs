@@ -175,9 +175,15 @@ pub(super) fn batch(
     Ok(out)
 }
 
+/// A reply the router follows for a single command: a redirect, or a pause and a
+/// retry (`TRYAGAIN`; `CLUSTERDOWN`, which a cluster with full coverage answers for
+/// every slot while one shard has no master).
 fn is_redirect(reply: &Value) -> bool {
     reply.error_message().is_some_and(|m| {
-        m.starts_with("MOVED ") || m.starts_with("ASK ") || m.starts_with("TRYAGAIN")
+        m.starts_with("MOVED ")
+            || m.starts_with("ASK ")
+            || m.starts_with("TRYAGAIN")
+            || m.starts_with("CLUSTERDOWN")
     })
 }
 

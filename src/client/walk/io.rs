@@ -22,8 +22,6 @@ use crate::resp::{write_arg, write_command_header, Value};
 /// Pause before looking again at a slot map that does not name the node the walk
 /// needs yet (a failover being read, an uncovered slot).
 const MAP_PAUSE: Duration = Duration::from_millis(20);
-/// Steps one page call may take (runs dropped and begun again) before giving up.
-const STEPS_PER_PAGE: usize = 64;
 
 /// Where a walk goes: a deployment (every master of a cluster, or its one server), or
 /// one node of it (`Client::on_node`).
@@ -49,7 +47,8 @@ pub(crate) fn page(
         Scope::Node(..) => None,
     };
     let mut last_error = None;
-    for _ in 0..STEPS_PER_PAGE {
+    // Each turn makes progress or pauses (`MAP_PAUSE`); the caller's deadline ends it.
+    loop {
         if walk.is_finished() {
             return Ok(None);
         }
