@@ -1,6 +1,6 @@
 //! `COMMAND`, `COMMAND INFO name ...` and `COMMAND COUNT`: the fake's command table in
 //! the real server's shape (name, arity, flags, first/last/step, ACL categories, tips,
-//! key specs, subcommands), with the request and response policy tips Redis 7.0
+//! key specs, subcommands; RESP3 sets where the server sends sets), with the request and response policy tips Redis 7.0
 //! publishes for the commands the fake speaks, so a cluster client routes against the
 //! fake as it would against a server (`tests/testkit/testkit_parity.rs` compares them).
 //!
@@ -43,7 +43,6 @@ const TIPS: &[(&str, &[&str])] = &[
         "mset",
         &["request_policy:multi_shard", "response_policy:all_succeeded"],
     ),
-    ("msetnx", &["request_policy:multi_shard", "response_policy:agg_min"]),
     (
         "ping",
         &["request_policy:all_shards", "response_policy:all_succeeded"],
@@ -134,7 +133,7 @@ fn pair(k: &str, v: Value) -> (Value, Value) {
 
 fn tips(name: &str) -> Value {
     let tips = TIPS.iter().find(|(n, _)| *n == name).map_or(&[][..], |t| t.1);
-    Value::Array(tips.iter().map(|t| bulk_value(t.as_bytes())).collect())
+    Value::Set(tips.iter().map(|t| bulk_value(t.as_bytes())).collect())
 }
 
 /// One key spec from the fake's key positions.
@@ -167,7 +166,7 @@ fn key_specs(spec: &Spec) -> Value {
     } else {
         let (first, last, step) = spec.keys;
         if first <= 0 {
-            return Value::Array(Vec::new());
+            return Value::Set(Vec::new());
         }
         let begin = Value::Map(vec![
             pair("type", bulk_value(b"index")),
@@ -179,7 +178,7 @@ fn key_specs(spec: &Spec) -> Value {
         let last = if last < 0 { last } else { last - first };
         (begin, range(i64::from(last), step as i64, 0))
     };
-    Value::Array(vec![Value::Map(vec![
+    Value::Set(vec![Value::Map(vec![
         pair("flags", set(&[])),
         pair("begin_search", begin),
         pair("find_keys", find),
@@ -202,9 +201,9 @@ fn entry(name: &str, spec: Option<&'static Spec>) -> Value {
             Value::Int(0),
             Value::Int(0),
             set(&[]),
-            Value::Array(Vec::new()),
-            Value::Array(Vec::new()),
-            Value::Array(subs),
+            Value::Set(Vec::new()),
+            Value::Set(Vec::new()),
+            Value::Set(subs),
         ]);
     };
     let (first, last, step) = if spec.keys == KSTREAMS {
@@ -223,6 +222,6 @@ fn entry(name: &str, spec: Option<&'static Spec>) -> Value {
         set(&[]),
         tips(name),
         key_specs(spec),
-        Value::Array(Vec::new()),
+        Value::Set(Vec::new()),
     ])
 }

@@ -27,7 +27,6 @@ const COUNTING: &[&str] = &[
     "persist",
     "setnx",
     "hsetnx",
-    "msetnx",
     "sadd",
     "srem",
     "zrem",
@@ -42,7 +41,7 @@ fn event(command: &str) -> &str {
     match command {
         "incr" => "incrby",
         "decr" => "decrby",
-        "mset" | "msetnx" | "setnx" | "setex" | "psetex" | "getset" => "set",
+        "mset" | "setnx" | "setex" | "psetex" | "getset" => "set",
         "unlink" | "getdel" => "del",
         "hmset" | "hsetnx" => "hset",
         "pexpire" | "expireat" | "pexpireat" => "expire",
@@ -52,8 +51,32 @@ fn event(command: &str) -> &str {
     }
 }
 
-/// Publishes the events of a command that ran, if it wrote and did something.
-pub(crate) fn after(ctx: &mut Ctx<'_, '_>, spec: &Spec, args: &[Vec<u8>], reply: &Reply) {
+/// Before a command runs: the keys `DEL` and `UNLINK` will delete (the server
+/// publishes `del` for those only, not for keys that did not exist).
+pub(crate) fn before(ctx: &mut Ctx<'_, '_>, spec: &Spec, args: &[Vec<u8>]) -> Option<Vec<Vec<u8>>> {
+    if !matches!(spec.name, "del" | "unlink") {
+        return None;
+    }
+    let now = ctx.now;
+    let db = ctx.db();
+    Some(
+        spec.key_args(args)
+            .into_iter()
+            .filter(|k| db.exists(k, now))
+            .map(<[u8]>::to_vec)
+            .collect(),
+    )
+}
+
+/// Publishes the events of a command that ran, if it wrote and did something
+/// (`deleted`: what `before` found, for `DEL` and `UNLINK`).
+pub(crate) fn after(
+    ctx: &mut Ctx<'_, '_>,
+    spec: &Spec,
+    args: &[Vec<u8>],
+    reply: &Reply,
+    deleted: Option<Vec<Vec<u8>>>,
+) {
     if !spec.has(WRITE) {
         return;
     }
@@ -79,7 +102,11 @@ pub(crate) fn after(ctx: &mut Ctx<'_, '_>, spec: &Spec, args: &[Vec<u8>], reply:
     let event = event(spec.name);
     let db = ctx.s.db;
     let server = ctx.s.server.clone();
-    for key in spec.key_args(args) {
+    let keys: Vec<&[u8]> = match &deleted {
+        Some(deleted) => deleted.iter().map(Vec::as_slice).collect(),
+        None => spec.key_args(args),
+    };
+    for key in keys {
         if keyspace {
             let mut channel = format!("__keyspace@{db}__:").into_bytes();
             channel.extend_from_slice(key);
