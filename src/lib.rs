@@ -125,9 +125,8 @@ pub use client::{
 pub use commands::{
     ArgWriter, Batch, BatchReply, Cmd, CmdBuilder, CommandFlags, Commands, Database, FromValue,
     HashCommands, KeyCommands, ListCommands, ListEnd, RetryCategory, ScanIter, ScanOptions, Script,
-    ScriptingCommands,
-    ServerCommands, SetCommands, SetOptions, SortedSetCommands, StreamCommands, StreamEntry,
-    StringCommands, ToArgs, Transaction,
+    ScriptingCommands, ServerCommands, SetCommands, SetOptions, SortedSetCommands, StreamCommands,
+    StreamEntry, StringCommands, ToArgs, Transaction,
 };
 pub use config::{Endpoint, Options};
 pub use error::{Error, ErrorKind, FailureKind, MaintenanceKind, Result};

@@ -59,14 +59,14 @@ pub(crate) fn node_infos(deployment: &Deployment) -> Vec<NodeInfo> {
         .iter()
         .map(|node| {
             let (role, slots) = match (&cluster, &primary) {
-                (Some(roles), _) => match roles.iter().find(|(e, _, _)| *e == node.endpoint) {
-                    Some((_, master, slots)) => (
-                        if *master {
+                (Some(roles), _) => match roles.iter().find(|l| l.endpoint == node.endpoint) {
+                    Some(listed) => (
+                        if listed.is_master {
                             NodeRole::Master
                         } else {
                             NodeRole::Replica
                         },
-                        slots.iter().map(|&(a, b)| a..=b).collect(),
+                        listed.slots.iter().map(|&(a, b)| a..=b).collect(),
                     ),
                     None => (NodeRole::Unknown, Vec::new()),
                 },
@@ -112,10 +112,14 @@ impl NodeRouter {
     }
 
     fn node(&self) -> Result<Arc<Node>> {
-        self.guard.inner.deployment.find(&self.endpoint).ok_or_else(|| {
-            Error::new(ErrorKind::Closed, "the node left the deployment")
-                .with_endpoint(self.endpoint.to_string())
-        })
+        self.guard
+            .inner
+            .deployment
+            .find(&self.endpoint)
+            .ok_or_else(|| {
+                Error::new(ErrorKind::Closed, "the node left the deployment")
+                    .with_endpoint(self.endpoint.to_string())
+            })
     }
 
     fn timeout(&self) -> Duration {
@@ -167,6 +171,11 @@ impl Router for NodeRouter {
         call: CallTimeout,
     ) -> Result<Option<Vec<Value>>> {
         let deployment = &self.guard.inner.deployment;
-        walk::io::page(walk::io::Scope::Node(deployment, &self.endpoint), walk, options, call)
+        walk::io::page(
+            walk::io::Scope::Node(deployment, &self.endpoint),
+            walk,
+            options,
+            call,
+        )
     }
 }

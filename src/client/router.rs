@@ -32,8 +32,12 @@ pub(crate) trait Router: Send + Sync {
     /// (error replies included), or the error that kept that command alone from
     /// getting one (a cluster: keys across slots, a node of several that failed).
     /// `atomic`: a MULTI/EXEC transaction, which must go whole to one connection.
-    fn send_many(&self, cmds: &[Cmd], call: CallTimeout, atomic: bool)
-        -> Result<Vec<Result<Value>>>;
+    fn send_many(
+        &self,
+        cmds: &[Cmd],
+        call: CallTimeout,
+        atomic: bool,
+    ) -> Result<Vec<Result<Value>>>;
 
     /// A router bound to one dedicated connection (on the server owning `key`), for a
     /// sequence that must not share its connection: WATCH, reads, MULTI/EXEC.

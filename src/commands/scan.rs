@@ -300,6 +300,9 @@ mod tests {
             .key_type("hash")
             .count(500)
             .pattern("a:*");
-        assert_eq!(words(&all), ["MATCH", "a:*", "COUNT", "500", "TYPE", "hash"]);
+        assert_eq!(
+            words(&all),
+            ["MATCH", "a:*", "COUNT", "500", "TYPE", "hash"]
+        );
     }
 }

@@ -268,9 +268,8 @@ impl Registry {
                 let mut inner = self.inner.lock();
                 let entry = inner.entries.get_mut(&key)?;
                 let from = from.cloned();
-                let stale = entry.confirmed()
-                    && from.is_some()
-                    && !entry.confirmed_on.contains(&from);
+                let stale =
+                    entry.confirmed() && from.is_some() && !entry.confirmed_on.contains(&from);
                 if stale {
                     return None;
                 }

@@ -15,9 +15,18 @@ use crate::resp::Value;
 
 /// Tips as redis-server 7.0 lists them, for the commands the fake speaks that have any.
 const TIPS: &[(&str, &[&str])] = &[
-    ("dbsize", &["request_policy:all_shards", "response_policy:agg_sum"]),
-    ("del", &["request_policy:multi_shard", "response_policy:agg_sum"]),
-    ("exists", &["request_policy:multi_shard", "response_policy:agg_sum"]),
+    (
+        "dbsize",
+        &["request_policy:all_shards", "response_policy:agg_sum"],
+    ),
+    (
+        "del",
+        &["request_policy:multi_shard", "response_policy:agg_sum"],
+    ),
+    (
+        "exists",
+        &["request_policy:multi_shard", "response_policy:agg_sum"],
+    ),
     (
         "flushall",
         &["request_policy:all_shards", "response_policy:all_succeeded"],
@@ -41,24 +50,42 @@ const TIPS: &[(&str, &[&str])] = &[
     ("mget", &["request_policy:multi_shard"]),
     (
         "mset",
-        &["request_policy:multi_shard", "response_policy:all_succeeded"],
+        &[
+            "request_policy:multi_shard",
+            "response_policy:all_succeeded",
+        ],
     ),
     (
         "ping",
         &["request_policy:all_shards", "response_policy:all_succeeded"],
     ),
-    ("scan", &["nondeterministic_output", "request_policy:special"]),
+    (
+        "scan",
+        &["nondeterministic_output", "request_policy:special"],
+    ),
     ("time", &["nondeterministic_output"]),
-    ("touch", &["request_policy:multi_shard", "response_policy:agg_sum"]),
-    ("unlink", &["request_policy:multi_shard", "response_policy:agg_sum"]),
-    ("wait", &["request_policy:all_shards", "response_policy:agg_min"]),
+    (
+        "touch",
+        &["request_policy:multi_shard", "response_policy:agg_sum"],
+    ),
+    (
+        "unlink",
+        &["request_policy:multi_shard", "response_policy:agg_sum"],
+    ),
+    (
+        "wait",
+        &["request_policy:all_shards", "response_policy:agg_min"],
+    ),
     (
         "config|set",
         &["request_policy:all_nodes", "response_policy:all_succeeded"],
     ),
     (
         "script|exists",
-        &["request_policy:all_shards", "response_policy:agg_logical_and"],
+        &[
+            "request_policy:all_shards",
+            "response_policy:agg_logical_and",
+        ],
     ),
     (
         "script|flush",
@@ -132,7 +159,10 @@ fn pair(k: &str, v: Value) -> (Value, Value) {
 }
 
 fn tips(name: &str) -> Value {
-    let tips = TIPS.iter().find(|(n, _)| *n == name).map_or(&[][..], |t| t.1);
+    let tips = TIPS
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map_or(&[][..], |t| t.1);
     Value::Set(tips.iter().map(|t| bulk_value(t.as_bytes())).collect())
 }
 

@@ -412,7 +412,11 @@ fn sharded_subscription_after_smigrated(check_nodes: bool) {
     for i in 0..20 {
         sub.spublish(channel, format!("again {i}")).unwrap();
     }
-    assert!(started.elapsed() < Duration::from_secs(1), "{:?}", started.elapsed());
+    assert!(
+        started.elapsed() < Duration::from_secs(1),
+        "{:?}",
+        started.elapsed()
+    );
     assert!(
         !client
             .nodes()

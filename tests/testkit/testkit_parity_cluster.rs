@@ -16,9 +16,9 @@ use resilient_redis::ScanOptions;
 
 /// Commands whose table entries a cluster client depends on.
 const COMMANDS: &[&str] = &[
-    "get", "set", "incrby", "mget", "mset", "del", "unlink", "exists", "touch",
-    "dbsize", "keys", "scan", "flushdb", "flushall", "info", "ping", "wait", "rename", "xread",
-    "hset", "lpush", "zadd", "publish", "spublish",
+    "get", "set", "incrby", "mget", "mset", "del", "unlink", "exists", "touch", "dbsize", "keys",
+    "scan", "flushdb", "flushall", "info", "ping", "wait", "rename", "xread", "hset", "lpush",
+    "zadd", "publish", "spublish",
 ];
 
 /// What a client reads of one `COMMAND INFO` entry: name, arity, first/last/step, and
@@ -27,7 +27,10 @@ fn entry_summary(v: &Value) -> String {
     let Value::Array(fields) = v else {
         return format!("not an entry: {v:?}");
     };
-    let text = |v: &Value| v.as_bytes().map(|b| String::from_utf8_lossy(b).into_owned());
+    let text = |v: &Value| {
+        v.as_bytes()
+            .map(|b| String::from_utf8_lossy(b).into_owned())
+    };
     let tips: Vec<String> = match fields.get(7) {
         Some(Value::Array(t) | Value::Set(t)) => t
             .iter()
@@ -92,7 +95,9 @@ fn keyspace_events_match_the_server() {
         db.set("end", 1).unwrap();
         let mut seen = Vec::new();
         loop {
-            let m = events.recv_timeout(Duration::from_secs(5)).expect("an event");
+            let m = events
+                .recv_timeout(Duration::from_secs(5))
+                .expect("an event");
             let line = format!("{} {}", m.channel_str(), m.payload_str());
             let last = line == "__keyevent@0__:set end";
             seen.push(line);
@@ -133,10 +138,15 @@ fn cluster_transcript(client: &Client) -> Vec<String> {
     db.config_set("notify-keyspace-events", "KEA").unwrap();
     let sub = client.subscriber();
     let events = sub.psubscribe("__keyevent@0__:del").unwrap();
-    t.push(format!("DEL: {:?}", db.del(["k:1", "k:2", "k:3", "k:4", "k:5"])));
+    t.push(format!(
+        "DEL: {:?}",
+        db.del(["k:1", "k:2", "k:3", "k:4", "k:5"])
+    ));
     let mut deleted = BTreeSet::new();
     while deleted.len() < 5 {
-        let m = events.recv_timeout(Duration::from_secs(5)).expect("a del event");
+        let m = events
+            .recv_timeout(Duration::from_secs(5))
+            .expect("a del event");
         deleted.insert(m.payload_str().to_string());
     }
     t.push(format!("del events: {deleted:?}"));

@@ -57,7 +57,11 @@ fn routes_by_slot_splits_multi_key_commands_and_keeps_transactions_on_one_slot()
     db.query::<()>(&mset).unwrap();
     assert_eq!(db.get::<String>("c").unwrap(), "4");
     // MSETNX split would set some slots' keys and not others': refused.
-    let err = db.cmd("MSETNX").arg(["a", "1", "b", "2"]).exec().unwrap_err();
+    let err = db
+        .cmd("MSETNX")
+        .arg(["a", "1", "b", "2"])
+        .exec()
+        .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::CrossSlot);
 
     // A batch spanning nodes answers in order.

@@ -62,7 +62,12 @@ fn the_walk_and_keyless_commands_cover_every_node_of_the_fake() {
 
     // Keys passed with `.arg()`: no MOVED.
     for i in 0..30 {
-        let _: i64 = db.cmd("INCRBY").arg(format!("c{i}")).arg(1).query().unwrap();
+        let _: i64 = db
+            .cmd("INCRBY")
+            .arg(format!("c{i}"))
+            .arg(1)
+            .query()
+            .unwrap();
     }
     assert_eq!(client.cluster_stats().unwrap().moved, 0);
 
@@ -109,7 +114,11 @@ fn a_walk_through_migrations_misses_nothing() {
         seen.insert(key.unwrap());
     }
     let missing: Vec<String> = keys(900).difference(&seen).cloned().collect();
-    assert!(missing.is_empty(), "{} keys missed: {missing:?}", missing.len());
+    assert!(
+        missing.is_empty(),
+        "{} keys missed: {missing:?}",
+        missing.len()
+    );
 }
 
 #[test]
@@ -135,7 +144,9 @@ fn keyspace_events_come_from_every_node_and_from_one_that_joins() {
     db.set(&b, 1).unwrap();
     let mut got = BTreeSet::new();
     while got.len() < 2 {
-        let m = events.recv_timeout(Duration::from_secs(5)).expect("an event per node");
+        let m = events
+            .recv_timeout(Duration::from_secs(5))
+            .expect("an event per node");
         got.insert(String::from_utf8_lossy(&m.payload).into_owned());
     }
     assert_eq!(got, BTreeSet::from([a.clone(), b.clone()]));
@@ -155,6 +166,8 @@ fn keyspace_events_come_from_every_node_and_from_one_that_joins() {
     assert!(joined, "the new node did not get the keyspace subscription");
     db.config_set("notify-keyspace-events", "KEA").unwrap();
     db.set(&a, 2).unwrap();
-    let m = events.recv_timeout(Duration::from_secs(5)).expect("the event from the new node");
+    let m = events
+        .recv_timeout(Duration::from_secs(5))
+        .expect("the event from the new node");
     assert_eq!(m.payload, a.as_bytes());
 }

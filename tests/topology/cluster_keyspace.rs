@@ -87,7 +87,10 @@ fn keyless_commands_reach_every_master_and_the_walk_returns_every_key() {
         .hscan_iter("h:big", ScanOptions::default().count(20))
         .collect::<Result<_, _>>()
         .unwrap();
-    assert_eq!(fields.iter().map(|f| &f.0).collect::<BTreeSet<_>>().len(), 300);
+    assert_eq!(
+        fields.iter().map(|f| &f.0).collect::<BTreeSet<_>>().len(),
+        300
+    );
     let members: BTreeSet<String> = db
         .sscan_iter("s:big", ScanOptions::default().pattern("m1*"))
         .collect::<Result<_, _>>()
@@ -112,13 +115,23 @@ fn keyless_commands_reach_every_master_and_the_walk_returns_every_key() {
 
     // The nodes, their roles and slots; INFO where it is meant.
     let nodes = client.nodes();
-    let masters: Vec<_> = nodes.iter().filter(|n| n.role == NodeRole::Master).collect();
+    let masters: Vec<_> = nodes
+        .iter()
+        .filter(|n| n.role == NodeRole::Master)
+        .collect();
     assert_eq!(masters.len(), 3, "{nodes:?}");
     let slots: usize = masters.iter().flat_map(|n| &n.slots).map(|r| r.len()).sum();
     assert_eq!(slots, 16384);
     for node in &masters {
-        let info = client.on_node(&node.endpoint).unwrap().info(Some("server")).unwrap();
-        assert!(info.contains(&format!("tcp_port:{}", node.endpoint.port)), "{info}");
+        let info = client
+            .on_node(&node.endpoint)
+            .unwrap()
+            .info(Some("server"))
+            .unwrap();
+        assert!(
+            info.contains(&format!("tcp_port:{}", node.endpoint.port)),
+            "{info}"
+        );
     }
     let err = db.info(None).unwrap_err();
     assert!(err.to_string().contains("for_each_master"), "{err}");
@@ -126,7 +139,12 @@ fn keyless_commands_reach_every_master_and_the_walk_returns_every_key() {
     // A key given with `.arg()` goes to its owner: no MOVED.
     let moved = client.cluster_stats().unwrap().moved;
     for i in 0..30 {
-        let n: i64 = db.cmd("INCRBY").arg(format!("counter{i}")).arg(5).query().unwrap();
+        let n: i64 = db
+            .cmd("INCRBY")
+            .arg(format!("counter{i}"))
+            .arg(5)
+            .query()
+            .unwrap();
         assert_eq!(n, 5);
     }
     assert_eq!(client.cluster_stats().unwrap().moved, moved);
@@ -172,7 +190,9 @@ fn keyspace_events_come_from_every_master_and_a_walk_misses_nothing_through_a_mi
     }
     let mut from = BTreeSet::new();
     while from.len() < 3 {
-        let m = events.recv_timeout(Duration::from_secs(5)).expect("an event per master");
+        let m = events
+            .recv_timeout(Duration::from_secs(5))
+            .expect("an event per master");
         assert_eq!(m.kind, MessageKind::Pattern);
         assert_eq!(m.payload, b"set");
         from.insert(String::from_utf8_lossy(&m.channel).into_owned());
@@ -204,7 +224,11 @@ fn keyspace_events_come_from_every_master_and_a_walk_misses_nothing_through_a_mi
     }
     let expected: BTreeSet<String> = all_keys().into_iter().chain(moving).collect();
     let missing: Vec<&String> = expected.difference(&seen).collect();
-    assert!(missing.is_empty(), "{} keys missed: {missing:?}", missing.len());
+    assert!(
+        missing.is_empty(),
+        "{} keys missed: {missing:?}",
+        missing.len()
+    );
 }
 
 #[test]
@@ -212,7 +236,9 @@ fn a_walk_keyspace_events_and_a_batch_ride_through_a_failover_and_a_master_kill(
     // Full coverage: while a master is down, the whole cluster answers CLUSTERDOWN.
     // A short node timeout: the promotion after the kill well within the default 5 s
     // command timeout on a busy machine (about 2.5 s, where 2000 ms takes about 4 s).
-    let spec = ClusterSpec::new(3, 1).node_timeout_ms(1000).full_coverage(true);
+    let spec = ClusterSpec::new(3, 1)
+        .node_timeout_ms(1000)
+        .full_coverage(true);
     let Some(mut cluster) = RedisCluster::start_spec(spec) else {
         return;
     };
@@ -235,7 +261,12 @@ fn a_walk_keyspace_events_and_a_batch_ride_through_a_failover_and_a_master_kill(
         let last = cluster.owner_of(16383);
         (s.1.expect("a replica"), last)
     };
-    let last_replica = shards.iter().find(|s| s.0 == last).unwrap().1.expect("a replica");
+    let last_replica = shards
+        .iter()
+        .find(|s| s.0 == last)
+        .unwrap()
+        .1
+        .expect("a replica");
 
     // One tag per shard, for the batch below.
     let tags: Vec<String> = shards
@@ -275,7 +306,11 @@ fn a_walk_keyspace_events_and_a_batch_ride_through_a_failover_and_a_master_kill(
         seen.insert(key.unwrap());
     }
     let missing: Vec<String> = all_keys().difference(&seen).cloned().collect();
-    assert!(missing.is_empty(), "{} keys missed: {missing:?}", missing.len());
+    assert!(
+        missing.is_empty(),
+        "{} keys missed: {missing:?}",
+        missing.len()
+    );
     RedisCluster::wait_promoted(last_replica, Duration::from_secs(30)).expect("promoted");
 
     // Keyspace events from every master, the promoted ones included.
@@ -290,5 +325,8 @@ fn a_walk_keyspace_events_and_a_batch_ride_through_a_failover_and_a_master_kill(
         }
         wanted.iter().all(|k| keys.contains(k))
     });
-    assert!(got, "keyevent notifications missing: {wanted:?} not all in {keys:?}");
+    assert!(
+        got,
+        "keyevent notifications missing: {wanted:?} not all in {keys:?}"
+    );
 }

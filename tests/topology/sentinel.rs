@@ -515,7 +515,9 @@ mod fake {
         assert!(took < Duration::from_secs(2), "{took:?}");
         // The old primary's node is dropped at the next check.
         let only_b = vec![Endpoint::new("127.0.0.1", b.port())];
-        assert!(wait_until(Duration::from_secs(5), || support::endpoints(&client) == only_b));
+        assert!(wait_until(Duration::from_secs(5), || support::endpoints(
+            &client
+        ) == only_b));
         let on_a = a.commands_received("SET");
         for _ in 0..10 {
             db.set("k", "v").unwrap();

@@ -17,7 +17,11 @@ use crate::resp::Value;
 pub(crate) type Answer = (Endpoint, Result<Value>);
 
 /// Combines the answers of every node a command went to.
-pub(crate) fn combine(response: ResponsePolicy, command: &str, answers: Vec<Answer>) -> Result<Value> {
+pub(crate) fn combine(
+    response: ResponsePolicy,
+    command: &str,
+    answers: Vec<Answer>,
+) -> Result<Value> {
     let total = answers.len();
     let mut replies = Vec::with_capacity(total);
     let mut failures = Vec::new();
@@ -240,7 +244,10 @@ mod tests {
             (
                 R::OneSucceeded,
                 vec![
-                    (ep(1), Ok(Value::Error("NOTBUSY No scripts in execution".into()))),
+                    (
+                        ep(1),
+                        Ok(Value::Error("NOTBUSY No scripts in execution".into())),
+                    ),
                     ok(2, Value::SimpleString("OK".into())),
                 ],
                 Value::SimpleString("OK".into()),
@@ -259,7 +266,10 @@ mod tests {
                 ep(2),
                 Err(Error::new(ErrorKind::Timeout, "no reply within 5000 ms")),
             ),
-            (ep(3), Ok(Value::Error("LOADING loading the dataset".into()))),
+            (
+                ep(3),
+                Ok(Value::Error("LOADING loading the dataset".into())),
+            ),
         ];
         let e = combine(ResponsePolicy::AggSum, "DBSIZE", answers).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::Timeout);
@@ -271,7 +281,10 @@ mod tests {
         // One success is not enough unless the policy asks for one.
         let answers = vec![
             ok(1, Value::SimpleString("OK".into())),
-            (ep(2), Err(Error::new(ErrorKind::ConnectionClosed, "closed"))),
+            (
+                ep(2),
+                Err(Error::new(ErrorKind::ConnectionClosed, "closed")),
+            ),
         ];
         let e = combine(ResponsePolicy::AllSucceeded, "FLUSHDB", answers).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::ConnectionClosed);

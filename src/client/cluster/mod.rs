@@ -10,14 +10,22 @@
 //! `refresh`); callers waiting in a dead owner's backlog are woken by every refresh
 //! and re-routed when their slot moved; a node that has just become an owner is
 //! dialled at once rather than after its reconnect back-off.
+//!
+//! Where a command goes (`route`) follows the command table a node publishes
+//! (`command_table`): keys found for known commands, a keyless command to any master
+//! or to every master or node by its request policy (`fan_out`), replies combined by
+//! its response policy (`aggregate`), keys across slots split (`split`). Pub/sub in
+//! `subscriptions`; the map itself in `slot_map`; what is asked of a node in `queries`.
 
 mod aggregate;
 mod cluster_router;
 mod command_table;
 mod fan_out;
 pub(crate) mod hash_slot;
+mod queries;
 mod refresh;
 mod route;
+mod slot_map;
 mod split;
 mod subscriptions;
 pub(crate) mod topology;
@@ -30,18 +38,17 @@ use std::time::{Duration, Instant};
 use parking_lot::{Mutex, RwLock};
 
 pub(crate) use cluster_router::ClusterRouter;
-pub(crate) use subscriptions::{reroute_subscriptions, subscriptions_for};
 use command_table::CommandTable;
 pub use hash_slot::{key_slot, SLOT_COUNT};
+use queries::load_command_table;
+pub(crate) use queries::query_topology;
+use slot_map::SlotMap;
+pub(crate) use subscriptions::{reroute_subscriptions, subscriptions_for};
 
 use super::deployment::Deployment;
 use super::node::Node;
 use crate::config::Endpoint;
-use crate::connection::reply_slot::Outcome;
-use crate::connection::{Deadline, Traffic};
-use crate::error::{Error, ErrorKind, Result};
 use crate::pubsub::Key;
-use crate::resp::{write_arg, write_command_header, Value};
 use topology::Topology;
 
 /// A node absent from this many consecutive topologies has left the cluster.
@@ -71,37 +78,6 @@ pub struct ClusterStats {
     /// `SMIGRATED` triplets about other nodes' slots (ignored: otherwise the whole
     /// fleet re-reads the topology whenever any shard moves).
     pub slot_migrations_ignored: u64,
-}
-
-struct SlotMap {
-    /// Master endpoint (canonical) per shard, and replicas.
-    shards: Vec<(Endpoint, Vec<Endpoint>)>,
-    table: Vec<Option<u16>>,
-    /// Members listed but not routed to (loading: a replica whose offset the cluster
-    /// has not seen yet looks so for a while after it synced; mid-failover).
-    unrouted: Vec<Endpoint>,
-}
-
-impl SlotMap {
-    /// The masters that own at least one slot, and whether some slot has no owner.
-    fn owners(&self) -> (Vec<Endpoint>, bool) {
-        let mut owns = vec![false; self.shards.len()];
-        let mut uncovered = false;
-        for entry in &self.table {
-            match entry.and_then(|i| owns.get_mut(i as usize)) {
-                Some(o) => *o = true,
-                None => uncovered = true,
-            }
-        }
-        let owners = self
-            .shards
-            .iter()
-            .zip(owns)
-            .filter(|(_, owns)| *owns)
-            .map(|(s, _)| s.0.clone())
-            .collect();
-        (owners, uncovered)
-    }
 }
 
 pub(crate) struct ClusterState {
@@ -182,56 +158,6 @@ impl ClusterState {
         self.commands.read().clone()
     }
 
-    /// Every master the map lists (owning slots or not).
-    pub(crate) fn masters(&self) -> Vec<Endpoint> {
-        self.map.read().shards.iter().map(|s| s.0.clone()).collect()
-    }
-
-    /// Every replica the map lists.
-    pub(crate) fn replicas(&self) -> Vec<Endpoint> {
-        let map = self.map.read();
-        map.shards.iter().flat_map(|s| s.1.iter().cloned()).collect()
-    }
-
-    /// Every member listed but not routed to (loading, or of a shard mid-failover):
-    /// a command meant for every node goes to these too.
-    pub(crate) fn unrouted(&self) -> Vec<Endpoint> {
-        self.map.read().unrouted.clone()
-    }
-
-    /// Whether the map lists `endpoint` as a master.
-    pub(crate) fn is_master(&self, endpoint: &Endpoint) -> bool {
-        self.map.read().shards.iter().any(|s| s.0 == *endpoint)
-    }
-
-    /// Whether the map lists `endpoint` as a replica.
-    pub(crate) fn is_replica(&self, endpoint: &Endpoint) -> bool {
-        self.map.read().shards.iter().any(|s| s.1.contains(endpoint))
-    }
-
-    /// Every node the map lists: its role (master or replica), its master's slot
-    /// ranges (for a replica, the ones it copies).
-    pub(crate) fn roles(&self) -> Vec<(Endpoint, bool, Vec<(u16, u16)>)> {
-        let map = self.map.read();
-        let mut ranges: Vec<Vec<(u16, u16)>> = vec![Vec::new(); map.shards.len()];
-        for (slot, owner) in map.table.iter().enumerate() {
-            let Some(list) = owner.and_then(|i| ranges.get_mut(i as usize)) else {
-                continue;
-            };
-            let slot = slot as u16;
-            match list.last_mut() {
-                Some(last) if last.1 + 1 == slot => last.1 = slot,
-                _ => list.push((slot, slot)),
-            }
-        }
-        let mut out = Vec::new();
-        for ((master, replicas), slots) in map.shards.iter().zip(ranges) {
-            out.push((master.clone(), true, slots.clone()));
-            out.extend(replicas.iter().map(|r| (r.clone(), false, slots.clone())));
-        }
-        out
-    }
-
     /// A rotating number, to spread keyless commands and replica reads.
     pub(crate) fn next_pick(&self) -> usize {
         self.pick.fetch_add(1, Ordering::Relaxed) as usize
@@ -258,73 +184,12 @@ impl ClusterState {
             .unwrap_or_else(|| endpoint.clone())
     }
 
-    /// The master serving `slot`, if the map knows one.
-    pub(crate) fn master_for(&self, slot: u16) -> Option<Endpoint> {
-        let map = self.map.read();
-        let shard = (*map.table.get(slot as usize)?)?;
-        map.shards.get(shard as usize).map(|s| s.0.clone())
-    }
-
-    /// Whether a call for `slot` (`None`: keyless) that was sent to `endpoint` still
-    /// belongs there by the map as it is now: its owner or one of the owner's replicas
-    /// (a keyless call: any master). An uncovered slot keeps it where it is.
-    pub(crate) fn still_routes(&self, slot: Option<u16>, endpoint: &Endpoint) -> bool {
-        let map = self.map.read();
-        match slot {
-            Some(slot) => match map.table.get(slot as usize).copied().flatten() {
-                Some(shard) => map
-                    .shards
-                    .get(shard as usize)
-                    .is_some_and(|(m, r)| m == endpoint || r.contains(endpoint)),
-                None => true,
-            },
-            None => map.shards.is_empty() || map.shards.iter().any(|s| s.0 == *endpoint),
-        }
-    }
-
-    /// A replica serving `slot` (spread by a rotating pick), else its master.
-    pub(crate) fn replica_for(&self, slot: u16, pick: usize) -> Option<Endpoint> {
-        let map = self.map.read();
-        let shard = (*map.table.get(slot as usize)?)?;
-        let (master, replicas) = map.shards.get(shard as usize)?;
-        if replicas.is_empty() {
-            return Some(master.clone());
-        }
-        replicas.get(pick % replicas.len()).cloned()
-    }
-
-    /// Any master (for keyless commands).
-    pub(crate) fn any_master(&self, pick: usize) -> Option<Endpoint> {
-        let map = self.map.read();
-        let owners: Vec<&Endpoint> = map.shards.iter().map(|s| &s.0).collect();
-        if owners.is_empty() {
-            return None;
-        }
-        owners.get(pick % owners.len()).map(|e| (*e).clone())
-    }
-
     /// Follows a `-MOVED`: the slot now belongs to `target`; a refresh is requested
     /// (coalesced with any other) to learn the rest of the change.
     pub(crate) fn moved(&self, slot: u16, target: &Endpoint) {
         self.moved.fetch_add(1, Ordering::Relaxed);
         self.assign(slot, target);
         self.request_refresh();
-    }
-
-    /// Records that `slot` is served by `target` now (without asking for a refresh).
-    pub(crate) fn assign(&self, slot: u16, target: &Endpoint) {
-        let target = self.canonical(target);
-        let mut map = self.map.write();
-        let shard = match map.shards.iter().position(|s| s.0 == target) {
-            Some(i) => i,
-            None => {
-                map.shards.push((target, Vec::new()));
-                map.shards.len() - 1
-            }
-        };
-        if let Some(entry) = map.table.get_mut(slot as usize) {
-            *entry = Some(shard as u16);
-        }
     }
 
     pub(crate) fn asked(&self) {
@@ -385,11 +250,6 @@ impl ClusterState {
             self.refresh_requested.load(Ordering::Acquire),
             migration_at,
         )
-    }
-
-    /// The masters that own slots now, and whether some slot has no owner.
-    fn owners(&self) -> (Vec<Endpoint>, bool) {
-        self.map.read().owners()
     }
 
     /// Whether `endpoint` may be dialled early now (and records that it is).
@@ -486,84 +346,6 @@ impl ClusterState {
         });
         self.retired.fetch_add(done.len() as u64, Ordering::Relaxed);
         done
-    }
-}
-
-/// One command to one node, as internal traffic (never caller work: it never makes a
-/// node look busy), and its reply.
-fn ask_node(node: &Node, args: &[&[u8]], timeout: Duration) -> Result<Value> {
-    let mut frame = Vec::new();
-    write_command_header(&mut frame, args.len());
-    for a in args {
-        write_arg(&mut frame, a);
-    }
-    let conn = node
-        .current()
-        .ok_or_else(|| Error::new(ErrorKind::ConnectionClosed, "not connected"))?;
-    match conn.request(&frame, 1, Deadline::after(timeout), Traffic::Internal) {
-        Ok(Outcome::One(v)) => Ok(v),
-        Ok(Outcome::Failed(e)) => Err(e),
-        Ok(Outcome::Many(_)) => Err(Error::new(ErrorKind::Protocol, "several replies")),
-        Err(crate::connection::RequestError::Failed(e))
-        | Err(crate::connection::RequestError::Unsent(e)) => Err(e),
-    }
-}
-
-/// Reads the topology from one node: `CLUSTER SHARDS`, falling back to `CLUSTER SLOTS`
-/// on servers before 7.0.
-pub(crate) fn query_topology(node: &Node, timeout: Duration, tls: bool) -> Result<Topology> {
-    let reply = ask_node(node, &[b"CLUSTER", b"SHARDS"], timeout)?;
-    match reply.error_message() {
-        None => topology::parse_shards(&reply, &node.endpoint, tls),
-        Some(_) => {
-            let reply = ask_node(node, &[b"CLUSTER", b"SLOTS"], timeout)?;
-            if let Some(m) = reply.error_message() {
-                return Err(Error::from_server_reply(m).with_command("CLUSTER SLOTS"));
-            }
-            topology::parse_slots(&reply, &node.endpoint)
-        }
-    }
-}
-
-/// Reads `node`'s command table (`COMMAND`) when the built-in one is still in use and
-/// attempts are left; a server without policy tips (before 7.0) keeps the built-in
-/// policies with its own key positions.
-fn load_command_table(state: &ClusterState, node: &Node, timeout: Duration) {
-    if state.command_table().is_from_server()
-        || state
-            .command_table_attempts
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1))
-            .is_err()
-    {
-        return;
-    }
-    let reply = match ask_node(node, &[b"COMMAND"], timeout) {
-        Ok(reply) => reply,
-        Err(e) => {
-            log::debug!("{}: COMMAND failed: {e}", node.endpoint);
-            return;
-        }
-    };
-    if let Some(m) = reply.error_message() {
-        // Refused (an ACL, a proxy): it would be refused again.
-        log::info!(
-            "{}: COMMAND refused ({m}); routing by the built-in command table",
-            node.endpoint
-        );
-        state.command_table_attempts.store(0, Ordering::Release);
-        return;
-    }
-    match command_table::parse_command_reply(&reply) {
-        Ok(table) => {
-            let table = if table.has_policies() {
-                table
-            } else {
-                table.with_policies_of(&CommandTable::builtin())
-            };
-            log::debug!("{}: {} commands in the command table", node.endpoint, table.len());
-            *state.commands.write() = Arc::new(table);
-        }
-        Err(e) => log::debug!("{}: COMMAND reply unreadable: {e}", node.endpoint),
     }
 }
 

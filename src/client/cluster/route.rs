@@ -154,7 +154,10 @@ fn split_units(positions: &[usize], argc: usize) -> Option<Vec<(usize, usize)>> 
         [1, second, ..] => second - 1,
         _ => return None,
     };
-    let even = positions.iter().enumerate().all(|(i, &p)| p == 1 + i * step);
+    let even = positions
+        .iter()
+        .enumerate()
+        .all(|(i, &p)| p == 1 + i * step);
     (step > 0 && even && 1 + positions.len() * step == argc)
         .then(|| positions.iter().map(|&p| (p, p + step)).collect())
 }
@@ -194,8 +197,16 @@ mod tests {
                 Cmd::new("EVAL").arg("return 1").arg(1).arg("{t}x").arg("v"),
                 Route::Slot(slot("{t}x")),
             ),
-            ("EVAL without keys", Cmd::new("EVAL").arg("s").arg(0), Route::AnyMaster),
-            ("unknown command", Cmd::new("MODULE.X").arg("k"), Route::AnyMaster),
+            (
+                "EVAL without keys",
+                Cmd::new("EVAL").arg("s").arg(0),
+                Route::AnyMaster,
+            ),
+            (
+                "unknown command",
+                Cmd::new("MODULE.X").arg("k"),
+                Route::AnyMaster,
+            ),
             ("no policy", Cmd::new("ECHO").arg("hi"), Route::AnyMaster),
             (
                 "DBSIZE",
@@ -222,7 +233,11 @@ mod tests {
                 Cmd::new("CONFIG").arg("SET").arg("x").arg("y"),
                 fan(true, ResponsePolicy::AllSucceeded),
             ),
-            ("CONFIG GET", Cmd::new("CONFIG GET").arg("x"), Route::AnyMaster),
+            (
+                "CONFIG GET",
+                Cmd::new("CONFIG GET").arg("x"),
+                Route::AnyMaster,
+            ),
             (
                 "SCAN",
                 Cmd::new("SCAN").arg(0),
@@ -286,7 +301,10 @@ mod tests {
 
     #[test]
     fn split_units_cover_every_argument_or_none() {
-        assert_eq!(split_units(&[1, 2, 3], 4), Some(vec![(1, 2), (2, 3), (3, 4)]));
+        assert_eq!(
+            split_units(&[1, 2, 3], 4),
+            Some(vec![(1, 2), (2, 3), (3, 4)])
+        );
         assert_eq!(split_units(&[1, 3], 5), Some(vec![(1, 3), (3, 5)]));
         // A trailing argument that belongs to no key.
         assert_eq!(split_units(&[1, 2], 4), None);
@@ -302,6 +320,9 @@ mod tests {
         let e = Refusal::PerNode.error("info");
         assert!(e.to_string().contains("for_each_master"), "{e}");
         assert!(e.to_string().contains("INFO answers"), "{e}");
-        assert_eq!(Refusal::CrossSlot.error("RENAME").kind(), ErrorKind::CrossSlot);
+        assert_eq!(
+            Refusal::CrossSlot.error("RENAME").kind(),
+            ErrorKind::CrossSlot
+        );
     }
 }

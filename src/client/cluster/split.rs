@@ -34,7 +34,10 @@ pub(super) fn run(
     let mut by_slot: BTreeMap<u16, (Vec<usize>, Cmd)> = BTreeMap::new();
     for (i, &(start, end)) in units.iter().enumerate() {
         let (Some(key), Some(args)) = (argv.get(start), argv.get(start + 1..end)) else {
-            return Err(Error::new(ErrorKind::InvalidInput, "wrong number of arguments"));
+            return Err(Error::new(
+                ErrorKind::InvalidInput,
+                "wrong number of arguments",
+            ));
         };
         let entry = by_slot
             .entry(key_slot(key))

@@ -88,7 +88,11 @@ mod tests {
         Endpoint::new("10.0.0.1", port)
     }
 
-    fn triplet(source: u16, target: Endpoint, slots: std::ops::RangeInclusive<u16>) -> SlotMigration {
+    fn triplet(
+        source: u16,
+        target: Endpoint,
+        slots: std::ops::RangeInclusive<u16>,
+    ) -> SlotMigration {
         SlotMigration {
             source: ep(source),
             target,
@@ -112,7 +116,10 @@ mod tests {
         };
         state.apply(
             &Topology {
-                shards: vec![master(7000, vec![(0, 8191)]), master(7001, vec![(8192, 16383)])],
+                shards: vec![
+                    master(7000, vec![(0, 8191)]),
+                    master(7001, vec![(8192, 16383)]),
+                ],
                 unrouted: Vec::new(),
             },
             &[],

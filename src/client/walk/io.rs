@@ -57,9 +57,15 @@ pub(crate) fn page(
         }
         let step = match walk.current().cloned() {
             None => start_run(scope_node(&scope), cluster.as_deref(), walk, deadline),
-            Some(scan) => {
-                next_page(deployment, cluster.as_deref(), walk, &scan.endpoint, scan.cursor, options, deadline)
-            }
+            Some(scan) => next_page(
+                deployment,
+                cluster.as_deref(),
+                walk,
+                &scan.endpoint,
+                scan.cursor,
+                options,
+                deadline,
+            ),
         };
         match step {
             Ok(Some(keys)) => return Ok(Some(keys)),
@@ -161,7 +167,11 @@ fn next_page(
     let node = deployment
         .find(endpoint)
         .ok_or_else(|| Error::new(ErrorKind::Closed, "the node is no longer known").unsent())?;
-    if cluster.is_none() && deployment.primary().is_some_and(|p| !Arc::ptr_eq(&p, &node)) {
+    if cluster.is_none()
+        && deployment
+            .primary()
+            .is_some_and(|p| !Arc::ptr_eq(&p, &node))
+    {
         // The primary moved (Sentinel): another server, another keyspace run.
         walk.abandon();
         return Ok(None);
@@ -187,7 +197,12 @@ fn next_page(
 
 /// `[cursor, [key, ...]]`
 fn scan_reply(reply: Value) -> Result<(u64, Vec<Value>)> {
-    let bad = || Error::new(ErrorKind::Protocol, "SCAN answered something else than [cursor, keys]");
+    let bad = || {
+        Error::new(
+            ErrorKind::Protocol,
+            "SCAN answered something else than [cursor, keys]",
+        )
+    };
     let Value::Array(mut parts) = reply else {
         return Err(bad());
     };
@@ -236,7 +251,10 @@ fn snapshot(
     match texts.as_slice() {
         [nodes, info] => NodeSnapshot::of_cluster_node(nodes, info),
         [info] => NodeSnapshot::of_server(info),
-        _ => Err(Error::new(ErrorKind::Protocol, "a snapshot got the wrong number of replies")),
+        _ => Err(Error::new(
+            ErrorKind::Protocol,
+            "a snapshot got the wrong number of replies",
+        )),
     }
 }
 

@@ -38,28 +38,32 @@ impl NodeSnapshot {
 
     /// A cluster node's snapshot from its `CLUSTER NODES` and `INFO server` replies.
     pub(crate) fn of_cluster_node(nodes: &str, info: &str) -> Result<NodeSnapshot> {
-        let bad = |what: &str| {
-            Error::new(
-                ErrorKind::Protocol,
-                format!("CLUSTER NODES: {what}"),
-            )
-        };
+        let bad = |what: &str| Error::new(ErrorKind::Protocol, format!("CLUSTER NODES: {what}"));
         let line = nodes
             .lines()
-            .find(|l| l.split_whitespace().nth(2).is_some_and(|f| f.contains("myself")))
+            .find(|l| {
+                l.split_whitespace()
+                    .nth(2)
+                    .is_some_and(|f| f.contains("myself"))
+            })
             .ok_or_else(|| bad("no line for the node itself"))?;
         let fields: Vec<&str> = line.split_whitespace().collect();
         if fields.len() < 8 {
             return Err(bad("a short line"));
         }
         let is_master = fields[2].split(',').any(|f| f == "master");
-        let epoch = fields[6].parse().map_err(|_| bad("a config epoch that is not a number"))?;
+        let epoch = fields[6]
+            .parse()
+            .map_err(|_| bad("a config epoch that is not a number"))?;
         let mut slots = Vec::new();
         let mut migrating = Vec::new();
         for field in &fields[8..] {
             if let Some(inner) = field.strip_prefix('[') {
                 // `[slot->-id]` (migrating away) or `[slot-<-id]` (importing).
-                let slot = inner.split("->-").next().and_then(|s| s.split("-<-").next());
+                let slot = inner
+                    .split("->-")
+                    .next()
+                    .and_then(|s| s.split("-<-").next());
                 if let Some(slot) = slot.and_then(|s| s.parse().ok()) {
                     migrating.push(slot);
                 }

@@ -228,9 +228,9 @@ impl CommandTable {
     /// Whether any command carries a request or response policy (servers before 7.0
     /// publish none).
     pub(crate) fn has_policies(&self) -> bool {
-        self.specs.values().any(|s| {
-            s.request != RequestPolicy::Default || s.response != ResponsePolicy::Default
-        })
+        self.specs
+            .values()
+            .any(|s| s.request != RequestPolicy::Default || s.response != ResponsePolicy::Default)
     }
 
     /// Takes the policies of `other` for every command this table has none for (a

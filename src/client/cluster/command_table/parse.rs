@@ -51,10 +51,9 @@ fn read_entry(entry: &Value, parent: Option<&str>, table: &mut CommandTable) {
         fields.get(4).and_then(int).unwrap_or(0),
         fields.get(5).and_then(int).unwrap_or(0),
     );
-    let (request, response) = fields.get(7).map_or(
-        (RequestPolicy::Default, ResponsePolicy::Default),
-        read_tips,
-    );
+    let (request, response) = fields
+        .get(7)
+        .map_or((RequestPolicy::Default, ResponsePolicy::Default), read_tips);
     let keys = match fields.get(8).and_then(items) {
         Some(specs) if !specs.is_empty() => specs.iter().filter_map(read_key_spec).collect(),
         _ => legacy_keys(legacy),

@@ -31,11 +31,17 @@ fn the_builtin_table_finds_keys_where_the_server_does() {
         ("EVAL s notanumber k", Some(&[])),
         ("XREAD COUNT 2 STREAMS s1 s2 0 0", Some(&["s1", "s2"])),
         ("XREADGROUP GROUP g c STREAMS s >", Some(&["s"])),
-        ("ZUNIONSTORE dst 2 a b WEIGHTS 1 2", Some(&["dst", "a", "b"])),
+        (
+            "ZUNIONSTORE dst 2 a b WEIGHTS 1 2",
+            Some(&["dst", "a", "b"]),
+        ),
         ("BITOP AND dst a b", Some(&["dst", "a", "b"])),
         ("RENAME a b", Some(&["a", "b"])),
         ("GEORADIUS g 0 0 1 km STORE out", Some(&["g", "out"])),
-        ("MIGRATE h 6379 \"\" 0 5000 KEYS a b", Some(&["\"\"", "a", "b"])),
+        (
+            "MIGRATE h 6379 \"\" 0 5000 KEYS a b",
+            Some(&["\"\"", "a", "b"]),
+        ),
         ("OBJECT ENCODING k", Some(&["k"])),
         ("XINFO STREAM s", Some(&["s"])),
         ("SPUBLISH ch msg", Some(&["ch"])),
@@ -56,16 +62,40 @@ fn the_builtin_table_carries_the_policies_redis_7_publishes() {
     let rows = [
         ("DBSIZE", RequestPolicy::AllShards, ResponsePolicy::AggSum),
         ("KEYS *", RequestPolicy::AllShards, ResponsePolicy::Default),
-        ("FLUSHDB", RequestPolicy::AllShards, ResponsePolicy::AllSucceeded),
-        ("flushall", RequestPolicy::AllShards, ResponsePolicy::AllSucceeded),
-        ("SCRIPT LOAD x", RequestPolicy::AllNodes, ResponsePolicy::AllSucceeded),
-        ("script exists a", RequestPolicy::AllShards, ResponsePolicy::AggLogicalAnd),
-        ("CONFIG SET a b", RequestPolicy::AllNodes, ResponsePolicy::AllSucceeded),
+        (
+            "FLUSHDB",
+            RequestPolicy::AllShards,
+            ResponsePolicy::AllSucceeded,
+        ),
+        (
+            "flushall",
+            RequestPolicy::AllShards,
+            ResponsePolicy::AllSucceeded,
+        ),
+        (
+            "SCRIPT LOAD x",
+            RequestPolicy::AllNodes,
+            ResponsePolicy::AllSucceeded,
+        ),
+        (
+            "script exists a",
+            RequestPolicy::AllShards,
+            ResponsePolicy::AggLogicalAnd,
+        ),
+        (
+            "CONFIG SET a b",
+            RequestPolicy::AllNodes,
+            ResponsePolicy::AllSucceeded,
+        ),
         ("SCAN 0", RequestPolicy::Special, ResponsePolicy::Default),
         ("INFO", RequestPolicy::AllShards, ResponsePolicy::Special),
         ("MGET a", RequestPolicy::MultiShard, ResponsePolicy::Default),
         ("DEL a", RequestPolicy::MultiShard, ResponsePolicy::AggSum),
-        ("MSET a 1", RequestPolicy::MultiShard, ResponsePolicy::AllSucceeded),
+        (
+            "MSET a 1",
+            RequestPolicy::MultiShard,
+            ResponsePolicy::AllSucceeded,
+        ),
         ("WAIT 1 0", RequestPolicy::AllShards, ResponsePolicy::AggMin),
     ];
     for (line, request, response) in rows {
