@@ -5,6 +5,7 @@
 mod support;
 
 mod group;
+mod group_cluster_keyspace;
 mod group_defaults;
 mod group_fake;
 mod lag_aware_group;
