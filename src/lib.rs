@@ -54,7 +54,7 @@
 //!     let db = client.database(); // hand a clone to every thread
 //!     db.set("greeting", "hello")?;
 //!     let greeting: Option<String> = db.get("greeting")?;
-//!     let n: i64 = db.cmd("INCRBY").arg("counter").arg(5).query()?; // any command
+//!     let n: i64 = db.cmd("INCRBY").key("counter").arg(5).query()?; // any command
 //!
 //!     // Two regions served as one: the heavier member is active while it is healthy.
 //!     let group = Group::connect(
@@ -182,3 +182,7 @@ struct TestingGuideDoctests;
 #[cfg(all(doctest, feature = "testkit"))]
 #[doc = include_str!("../docs/sentinel.md")]
 struct SentinelGuideDoctests;
+
+#[cfg(doctest)]
+#[doc = include_str!("../docs/cluster.md")]
+struct ClusterGuideDoctests;
