@@ -11,7 +11,7 @@ use std::ops::RangeInclusive;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::router::{answers, LeasedRouter, Router};
+use super::router::{answers, send_to_node, LeasedRouter, Router};
 use super::walk::{self, KeyspaceWalk};
 use super::{ClientGuard, Deployment, Node};
 use crate::command::Cmd;
@@ -129,17 +129,7 @@ impl NodeRouter {
 
 impl Router for NodeRouter {
     fn send(&self, cmd: &Cmd, call: CallTimeout) -> Result<Value> {
-        let node = self.node()?;
-        let deadline = call.deadline(self.timeout());
-        let result = match cmd.block_time() {
-            Some(block) => node.blocking.run(cmd.frame(), deadline, block),
-            None => match node.request(cmd.frame(), 1, deadline, Traffic::Caller) {
-                Ok(Outcome::One(v)) => Ok(v),
-                Ok(Outcome::Failed(e)) | Err(e) => Err(e),
-                Ok(Outcome::Many(_)) => Err(Error::new(ErrorKind::Protocol, "several replies")),
-            },
-        };
-        result.map_err(|e| e.with_command(cmd.name()))
+        send_to_node(&*self.node()?, cmd, call.deadline(self.timeout()))
     }
 
     fn send_many(

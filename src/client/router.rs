@@ -122,14 +122,7 @@ impl Router for DeploymentRouter {
             .and_then(single)
             .map_err(|e| e.with_command(cmd.name()));
         }
-        let node = self.primary()?;
-        let result = match cmd.block_time() {
-            Some(block) => node.blocking.run(cmd.frame(), deadline, block),
-            None => node
-                .request(cmd.frame(), 1, deadline, Traffic::Caller)
-                .and_then(single),
-        };
-        result.map_err(|e| e.with_command(cmd.name()))
+        send_to_node(&*self.primary()?, cmd, deadline)
     }
 
     fn leased(&self, key: Option<&[u8]>, timeout: Option<Duration>) -> Result<Arc<dyn Router>> {
@@ -381,12 +374,27 @@ fn refused_by_replica(cmds: &[Cmd], outcome: &Outcome) -> bool {
         })
 }
 
+/// Sends one command to `node` (a blocking one on a leased connection).
+pub(crate) fn send_to_node(
+    node: &super::node::Node,
+    cmd: &Cmd,
+    deadline: Deadline,
+) -> Result<Value> {
+    let result = match cmd.block_time() {
+        Some(block) => node.blocking.run(cmd.frame(), deadline, block),
+        None => node
+            .request(cmd.frame(), 1, deadline, Traffic::Caller)
+            .and_then(single),
+    };
+    result.map_err(|e| e.with_command(cmd.name()))
+}
+
 /// Replies as answers (each one a reply: nothing failed for one command alone).
 pub(crate) fn answers(replies: Vec<Value>) -> Vec<Result<Value>> {
     replies.into_iter().map(Ok).collect()
 }
 
-fn single(outcome: Outcome) -> Result<Value> {
+pub(crate) fn single(outcome: Outcome) -> Result<Value> {
     match outcome {
         Outcome::One(v) => Ok(v),
         Outcome::Failed(e) => Err(e),

@@ -38,7 +38,10 @@ fn write_directly(cluster: &FakeCluster, keys: &[String]) {
 
 #[test]
 fn keyspace_events_come_from_every_master_of_the_active_member_through_a_change() {
-    let clusters = [FakeCluster::start(2).unwrap(), FakeCluster::start(2).unwrap()];
+    let clusters = [
+        FakeCluster::start(2).unwrap(),
+        FakeCluster::start(2).unwrap(),
+    ];
     let member = |i: usize, name: &str, weight: u32| {
         Member::new(opt_in(clusters[i].url().as_str()))
             .with_name(name)

@@ -49,6 +49,11 @@ fn entry_summary(v: &Value) -> String {
     )
 }
 
+/// A client of the standalone server on `port`.
+fn client(port: u16) -> Client {
+    Client::connect(format!("redis://127.0.0.1:{port}").as_str()).unwrap()
+}
+
 #[test]
 fn command_info_tips_and_key_positions_match_the_server() {
     let Some(server) = RedisServer::start() else {
@@ -56,8 +61,7 @@ fn command_info_tips_and_key_positions_match_the_server() {
     };
     let fake = FakeServer::start().unwrap();
     let [real, fake] = [server.port, fake.port()].map(|port| {
-        let client = Client::connect(format!("redis://127.0.0.1:{port}").as_str()).unwrap();
-        let db = client.database();
+        let db = client(port).database();
         let mut cmd = db.cmd("COMMAND").arg("INFO");
         for c in COMMANDS {
             cmd = cmd.arg(*c);
@@ -80,7 +84,7 @@ fn keyspace_events_match_the_server() {
     };
     let fake = FakeServer::start().unwrap();
     let [real, fake] = [server.port, fake.port()].map(|port| {
-        let client = Client::connect(format!("redis://127.0.0.1:{port}").as_str()).unwrap();
+        let client = client(port);
         let db = client.database();
         db.config_set("notify-keyspace-events", "KEA").unwrap();
         let sub = client.subscriber();
