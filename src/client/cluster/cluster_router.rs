@@ -267,7 +267,7 @@ impl ClusterRouter<'_> {
     /// master, where the command asks for it).
     pub(crate) fn send(&self, cmd: &Cmd, call: CallTimeout) -> Result<Value> {
         let deadline = self.deadline(call);
-        let route = route::decide(cmd, &self.state.command_table());
+        let route = route::decide(cmd, || self.state.command_table());
         self.send_routed(cmd, route, deadline)
             .map_err(|e| e.with_command(cmd.name()))
     }

@@ -76,12 +76,15 @@ impl Refusal {
     }
 }
 
-/// The route of `cmd` by `table`.
-pub(crate) fn decide(cmd: &Cmd, table: &CommandTable) -> Route {
+/// The route of `cmd` by the command table `table` gives (asked for only when the
+/// marked keys do not decide: the typed API's keyed commands never need it).
+pub(crate) fn decide<T: AsRef<CommandTable>>(cmd: &Cmd, table: impl FnOnce() -> T) -> Route {
     // The common case first: keys marked by the typed API, all in one slot.
     if let Some(slot) = one_slot(cmd.keys()) {
         return Route::Slot(slot);
     }
+    let table = table();
+    let table = table.as_ref();
     let argv = cmd.argv();
     let spec = table.lookup(&argv);
     let positions = spec.map(|s| s.key_positions(&argv)).unwrap_or_default();
@@ -167,7 +170,7 @@ mod tests {
     use super::*;
 
     fn route(cmd: Cmd) -> Route {
-        decide(&cmd, &CommandTable::builtin())
+        decide(&cmd, CommandTable::builtin)
     }
 
     fn slot(key: &str) -> u16 {

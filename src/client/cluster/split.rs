@@ -108,7 +108,7 @@ pub(super) fn batch(
     deadline: Deadline,
 ) -> Result<Vec<Result<Value>>> {
     let table = router.state().command_table();
-    let routes: Vec<Route> = cmds.iter().map(|c| route::decide(c, &table)).collect();
+    let routes: Vec<Route> = cmds.iter().map(|c| route::decide(c, || &*table)).collect();
     let mut replies: Vec<Option<Result<Value>>> = vec![None; cmds.len()];
     let slot_of = |i: usize| match routes[i] {
         Route::Slot(slot) => Some(slot),
@@ -228,7 +228,7 @@ pub(super) fn transaction(
     let table = router.state().command_table();
     let mut slot = None;
     for cmd in cmds {
-        let this = match route::decide(cmd, &table) {
+        let this = match route::decide(cmd, || &*table) {
             Route::Slot(s) => s,
             Route::Split { .. } | Route::Refused(Refusal::CrossSlot) => return Err(cross_slot()),
             _ => continue,

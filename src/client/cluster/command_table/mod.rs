@@ -260,6 +260,12 @@ impl CommandTable {
     }
 }
 
+impl AsRef<CommandTable> for CommandTable {
+    fn as_ref(&self) -> &CommandTable {
+        self
+    }
+}
+
 /// A command name in lowercase (`None` when it is not UTF-8: no such command).
 fn lowercase(name: &[u8]) -> Option<Cow<'_, str>> {
     let text = std::str::from_utf8(name).ok()?;
