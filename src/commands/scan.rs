@@ -233,6 +233,12 @@ impl Database {
     }
 
     /// Every field and value of the hash at `key` (`HSCAN`), as `(field, value)`.
+    ///
+    /// The server's guarantee holds: every field present throughout is returned. A
+    /// cursor belongs to one server process, though: if the key moves to another node
+    /// mid-iteration (resharding) or its master fails over, the iteration goes on there
+    /// with the old cursor and may skip fields; read again to be sure after either.
+    /// (The same holds for `sscan_iter` and `zscan_iter`; `scan_iter` has no such gap.)
     pub fn hscan_iter<F: FromValue, V: FromValue>(
         &self,
         key: impl ToArgs,
