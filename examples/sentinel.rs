@@ -103,7 +103,11 @@ impl Writers {
 
 /// The servers the client talks to now (the primary; replicas too with `replicaReads`).
 fn nodes(client: &Client) -> String {
-    let list: Vec<String> = client.nodes().iter().map(|e| e.to_string()).collect();
+    let list: Vec<String> = client
+        .nodes()
+        .iter()
+        .map(|n| n.endpoint.to_string())
+        .collect();
     list.join(", ")
 }
 
@@ -277,7 +281,11 @@ fn on_local_processes() -> Result<(), Box<dyn std::error::Error>> {
     }
     let new_primary = Endpoint::new("127.0.0.1", replica.port);
     let followed = wait_until(Duration::from_secs(10), || {
-        client.nodes() == vec![new_primary.clone()]
+        client
+            .nodes()
+            .iter()
+            .map(|n| &n.endpoint)
+            .eq([&new_primary])
     });
     let took = started.elapsed();
     let before = writers.ok();

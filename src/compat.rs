@@ -159,9 +159,11 @@ impl redis::ConnectionLike for Database {
         let replies = self.send_many(&cmds, atomic).map_err(to_redis_error)?;
         // redis-rs skips the replies of MULTI and the QUEUED acknowledgements itself
         // through `offset`, and reads EXEC's array as the pipeline's result.
-        let selected: Vec<Value> = replies.into_iter().skip(offset).take(count).collect();
+        let selected: Vec<Result<Value, Error>> =
+            replies.into_iter().skip(offset).take(count).collect();
         let mut out = Vec::with_capacity(selected.len());
         for v in selected {
+            let v = v.map_err(to_redis_error)?;
             // In a pipeline an error reply belongs to its slot, not to the whole call.
             out.push(match v {
                 Value::Error(m) | Value::BulkError(m) => {

@@ -54,7 +54,7 @@
 //!     let db = client.database(); // hand a clone to every thread
 //!     db.set("greeting", "hello")?;
 //!     let greeting: Option<String> = db.get("greeting")?;
-//!     let n: i64 = db.cmd("INCRBY").arg("counter").arg(5).query()?; // any command
+//!     let n: i64 = db.cmd("INCRBY").key("counter").arg(5).query()?; // any command
 //!
 //!     // Two regions served as one: the heavier member is active while it is healthy.
 //!     let group = Group::connect(
@@ -119,13 +119,14 @@ pub mod testkit;
 
 pub use client::cluster;
 pub use client::{
-    Client, ClientEvent, ClientStatus, ClusterStats, IntoOptions, NodeStatus, EVENT_QUEUE_BOUND,
+    Client, ClientEvent, ClientStatus, ClusterStats, IntoOptions, NodeInfo, NodeRole, NodeStatus,
+    EVENT_QUEUE_BOUND,
 };
 pub use commands::{
     ArgWriter, Batch, BatchReply, Cmd, CmdBuilder, CommandFlags, Commands, Database, FromValue,
-    HashCommands, KeyCommands, ListCommands, ListEnd, RetryCategory, Script, ScriptingCommands,
-    ServerCommands, SetCommands, SetOptions, SortedSetCommands, StreamCommands, StreamEntry,
-    StringCommands, ToArgs, Transaction,
+    HashCommands, KeyCommands, ListCommands, ListEnd, RetryCategory, ScanIter, ScanOptions, Script,
+    ScriptingCommands, ServerCommands, SetCommands, SetOptions, SortedSetCommands, StreamCommands,
+    StreamEntry, StringCommands, ToArgs, Transaction,
 };
 pub use config::{Endpoint, Options};
 pub use error::{Error, ErrorKind, FailureKind, MaintenanceKind, Result};
@@ -181,3 +182,7 @@ struct TestingGuideDoctests;
 #[cfg(all(doctest, feature = "testkit"))]
 #[doc = include_str!("../docs/sentinel.md")]
 struct SentinelGuideDoctests;
+
+#[cfg(doctest)]
+#[doc = include_str!("../docs/cluster.md")]
+struct ClusterGuideDoctests;

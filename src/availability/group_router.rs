@@ -122,8 +122,25 @@ impl Router for GroupRouter {
         Some(m.inner.database.get()?.router().clone())
     }
 
-    fn send_many(&self, cmds: &[Cmd], call: CallTimeout, atomic: bool) -> Result<Vec<Value>> {
+    fn send_many(
+        &self,
+        cmds: &[Cmd],
+        call: CallTimeout,
+        atomic: bool,
+    ) -> Result<Vec<Result<Value>>> {
         self.route(call, |r, c| r.send_many(cmds, c, atomic))
+    }
+
+    fn scan_page(
+        &self,
+        walk: &mut crate::client::walk::KeyspaceWalk,
+        options: &[Vec<u8>],
+        call: CallTimeout,
+    ) -> Result<Option<Vec<Value>>> {
+        // A walk covers one member's keyspace: begun on another, it starts over.
+        let (member, router) = self.active().ok_or_else(|| self.unavailable())?;
+        walk.on_member(member.id());
+        router.scan_page(walk, options, call)
     }
 
     fn leased(&self, key: Option<&[u8]>, timeout: Option<Duration>) -> Result<Arc<dyn Router>> {

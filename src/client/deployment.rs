@@ -268,7 +268,7 @@ impl Deployment {
             )),
             on_failure: Some(Arc::new(
                 move |info: &ConnectionInfo, kind: FailureKind, e: &Error| {
-                    registry.forget_confirmations();
+                    registry.forget_confirmations(&info.endpoint);
                     on_failure(info, kind, e);
                 },
             )),

@@ -12,6 +12,7 @@ mod lane_rule;
 mod link;
 mod maintenance;
 pub(crate) mod node;
+mod node_router;
 mod reauth;
 pub(crate) mod roles;
 mod router;
@@ -19,6 +20,7 @@ pub(crate) use router::Router;
 pub(crate) mod sentinel;
 pub(crate) mod status;
 pub(crate) mod supervisor;
+pub(crate) mod walk;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -30,6 +32,7 @@ use parking_lot::Mutex;
 pub use events::{ClientEvent, EVENT_QUEUE_BOUND};
 
 pub use cluster::ClusterStats;
+pub use node_router::{NodeInfo, NodeRole};
 pub use status::{ClientStatus, NodeStatus};
 
 use crate::config::{Endpoint, Options};
@@ -411,15 +414,30 @@ impl Client {
         self.guard.inner.stop();
     }
 
-    /// The endpoints of every node known now.
-    pub fn nodes(&self) -> Vec<Endpoint> {
-        self.guard
-            .inner
-            .deployment
-            .nodes()
-            .iter()
-            .map(|n| n.endpoint.clone())
-            .collect()
+    /// Every server known now: address, role, and in a cluster the slots it serves
+    /// (the seed first). A cluster lists every master and replica its topology names;
+    /// a primary/replica or Sentinel deployment its primary and the replicas found.
+    ///
+    /// ```no_run
+    /// use resilient_redis::{Client, NodeRole};
+    /// let client = Client::connect("redis://127.0.0.1:7000")?;
+    /// for node in client.nodes() {
+    ///     let slots: usize = node.slots.iter().map(|r| r.len()).sum();
+    ///     println!("{} {:?} {slots} slots", node.endpoint, node.role);
+    /// }
+    /// # Ok::<(), resilient_redis::Error>(())
+    /// ```
+    pub fn nodes(&self) -> Vec<NodeInfo> {
+        node_router::node_infos(&self.guard.inner.deployment)
+    }
+
+    /// A router for one of this client's nodes (see `Client::on_node`, defined with
+    /// `Database` in `commands`).
+    pub(crate) fn node_router(&self, endpoint: &Endpoint) -> Result<Arc<dyn Router>> {
+        Ok(Arc::new(node_router::NodeRouter::new(
+            self.guard.clone(),
+            endpoint,
+        )?))
     }
 
     /// Closes every connection and ends every thread of this client; commands fail

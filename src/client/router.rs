@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use super::cluster::ClusterRouter;
 use super::dedicated::Lease;
 use super::roles::{is_readonly, Roles};
+use super::walk::{self, KeyspaceWalk};
 use super::{ClientGuard, Deployment};
 use crate::command::{Cmd, RetryCategory};
 use crate::config::BacklogPolicy;
@@ -27,13 +28,35 @@ pub(crate) trait Router: Send + Sync {
     /// spent in one (a group's backlog) is never given again by the next.
     fn send(&self, cmd: &Cmd, call: CallTimeout) -> Result<Value>;
 
-    /// Sends commands pipelined and returns one reply each, in order. `atomic`: a
-    /// MULTI/EXEC transaction, which must go whole to one connection.
-    fn send_many(&self, cmds: &[Cmd], call: CallTimeout, atomic: bool) -> Result<Vec<Value>>;
+    /// Sends commands pipelined and returns one answer each, in order: its reply
+    /// (error replies included), or the error that kept that command alone from
+    /// getting one (a cluster: keys across slots, a node of several that failed).
+    /// `atomic`: a MULTI/EXEC transaction, which must go whole to one connection.
+    fn send_many(
+        &self,
+        cmds: &[Cmd],
+        call: CallTimeout,
+        atomic: bool,
+    ) -> Result<Vec<Result<Value>>>;
 
     /// A router bound to one dedicated connection (on the server owning `key`), for a
     /// sequence that must not share its connection: WATCH, reads, MULTI/EXEC.
     fn leased(&self, key: Option<&[u8]>, timeout: Option<Duration>) -> Result<Arc<dyn Router>>;
+
+    /// The next page of keys of a walk over the whole keyspace (`SCAN` on every master
+    /// in turn, see `walk`); `None` once the walk is complete. `options` follow the
+    /// cursor (`MATCH`, `COUNT`, `TYPE`).
+    fn scan_page(
+        &self,
+        _walk: &mut KeyspaceWalk,
+        _options: &[Vec<u8>],
+        _call: CallTimeout,
+    ) -> Result<Option<Vec<Value>>> {
+        Err(Error::new(
+            ErrorKind::InvalidInput,
+            "a keyspace walk cannot run on a dedicated connection",
+        ))
+    }
 
     /// The group member serving now (id, name); `None` outside a group.
     fn active_member(&self) -> Option<(u64, String)> {
@@ -99,21 +122,29 @@ impl Router for DeploymentRouter {
             .and_then(single)
             .map_err(|e| e.with_command(cmd.name()));
         }
-        let node = self.primary()?;
-        let result = match cmd.block_time() {
-            Some(block) => node.blocking.run(cmd.frame(), deadline, block),
-            None => node
-                .request(cmd.frame(), 1, deadline, Traffic::Caller)
-                .and_then(single),
-        };
-        result.map_err(|e| e.with_command(cmd.name()))
+        send_to_node(&*self.primary()?, cmd, deadline)
     }
 
     fn leased(&self, key: Option<&[u8]>, timeout: Option<Duration>) -> Result<Arc<dyn Router>> {
         self.lease(key, timeout)
     }
 
-    fn send_many(&self, cmds: &[Cmd], call: CallTimeout, atomic: bool) -> Result<Vec<Value>> {
+    fn scan_page(
+        &self,
+        walk: &mut KeyspaceWalk,
+        options: &[Vec<u8>],
+        call: CallTimeout,
+    ) -> Result<Option<Vec<Value>>> {
+        let deployment = &self.guard.inner.deployment;
+        walk::io::page(walk::io::Scope::Deployment(deployment), walk, options, call)
+    }
+
+    fn send_many(
+        &self,
+        cmds: &[Cmd],
+        call: CallTimeout,
+        atomic: bool,
+    ) -> Result<Vec<Result<Value>>> {
         let deployment = &self.guard.inner.deployment;
         if let Some(state) = deployment.cluster() {
             return ClusterRouter::new(deployment, &state).send_many(cmds, call, atomic);
@@ -135,11 +166,13 @@ impl Router for DeploymentRouter {
                 &refused,
             )
             .and_then(Outcome::into_values)
+            .map(answers)
             .map_err(|e| e.with_command(name));
         }
         self.primary()?
             .request(&Cmd::concat(cmds), cmds.len(), deadline, Traffic::Caller)
             .and_then(Outcome::into_values)
+            .map(answers)
             .map_err(|e| e.with_command(name))
     }
 }
@@ -158,19 +191,29 @@ impl DeploymentRouter {
             }
             _ => self.primary()?,
         };
-        Ok(Arc::new(LeasedRouter {
-            lease: node.blocking.lease_for(timeout)?,
+        Ok(Arc::new(LeasedRouter::new(
+            node.blocking.lease_for(timeout)?,
             timeout,
-            _guard: self.guard.clone(),
-        }))
+            self.guard.clone(),
+        )))
     }
 }
 
 /// Every command on one leased dedicated connection.
-struct LeasedRouter {
+pub(crate) struct LeasedRouter {
     lease: Lease,
     timeout: Duration,
     _guard: Arc<ClientGuard>,
+}
+
+impl LeasedRouter {
+    pub(crate) fn new(lease: Lease, timeout: Duration, guard: Arc<ClientGuard>) -> LeasedRouter {
+        LeasedRouter {
+            lease,
+            timeout,
+            _guard: guard,
+        }
+    }
 }
 
 impl Router for LeasedRouter {
@@ -187,10 +230,16 @@ impl Router for LeasedRouter {
             })
     }
 
-    fn send_many(&self, cmds: &[Cmd], call: CallTimeout, _atomic: bool) -> Result<Vec<Value>> {
+    fn send_many(
+        &self,
+        cmds: &[Cmd],
+        call: CallTimeout,
+        _atomic: bool,
+    ) -> Result<Vec<Result<Value>>> {
         self.lease
             .request(&Cmd::concat(cmds), cmds.len(), call.deadline(self.timeout))?
             .into_values()
+            .map(answers)
     }
 
     fn leased(&self, _key: Option<&[u8]>, _timeout: Option<Duration>) -> Result<Arc<dyn Router>> {
@@ -202,6 +251,14 @@ impl Router for LeasedRouter {
 }
 
 impl PubSubLinks for DeploymentRouter {
+    fn carriers(&self, key: &Key) -> usize {
+        let deployment = &self.guard.inner.deployment;
+        match deployment.cluster() {
+            Some(state) => ClusterRouter::new(deployment, &state).carriers(key),
+            None => 1,
+        }
+    }
+
     fn send(&self, key: &Key, subscribe: bool) -> Result<()> {
         let deployment = &self.guard.inner.deployment;
         if let Some(state) = deployment.cluster() {
@@ -317,7 +374,27 @@ fn refused_by_replica(cmds: &[Cmd], outcome: &Outcome) -> bool {
         })
 }
 
-fn single(outcome: Outcome) -> Result<Value> {
+/// Sends one command to `node` (a blocking one on a leased connection).
+pub(crate) fn send_to_node(
+    node: &super::node::Node,
+    cmd: &Cmd,
+    deadline: Deadline,
+) -> Result<Value> {
+    let result = match cmd.block_time() {
+        Some(block) => node.blocking.run(cmd.frame(), deadline, block),
+        None => node
+            .request(cmd.frame(), 1, deadline, Traffic::Caller)
+            .and_then(single),
+    };
+    result.map_err(|e| e.with_command(cmd.name()))
+}
+
+/// Replies as answers (each one a reply: nothing failed for one command alone).
+pub(crate) fn answers(replies: Vec<Value>) -> Vec<Result<Value>> {
+    replies.into_iter().map(Ok).collect()
+}
+
+pub(crate) fn single(outcome: Outcome) -> Result<Value> {
     match outcome {
         Outcome::One(v) => Ok(v),
         Outcome::Failed(e) => Err(e),

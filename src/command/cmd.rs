@@ -70,6 +70,14 @@ impl Cmd {
         cmd
     }
 
+    /// A command of the same name and retry category, without arguments (a part of
+    /// one split across cluster slots).
+    pub(crate) fn empty_like(&self) -> Cmd {
+        let mut cmd = Cmd::new(self.name.clone());
+        cmd.category = self.category;
+        cmd
+    }
+
     /// Appends argument(s).
     pub fn arg(mut self, arg: impl ToArgs) -> Cmd {
         self.push_arg(arg);
@@ -168,8 +176,9 @@ impl Cmd {
         self.keys.iter().map(|r| &self.buf[r])
     }
 
-    /// The arguments after the command name(s), raw (for splitting a multi-key command).
-    pub(crate) fn args(&self) -> Vec<&[u8]> {
+    /// Every argument, the command name (and a subcommand's) included, raw: what the
+    /// server calls `argv` (for finding keys by the command table).
+    pub(crate) fn argv(&self) -> Vec<&[u8]> {
         let mut out = Vec::with_capacity(self.argc);
         let mut rest = &self.buf[HEADER_ROOM..];
         while let Some(after_dollar) = rest.strip_prefix(b"$") {
@@ -187,8 +196,7 @@ impl Cmd {
             out.push(arg);
             rest = after_dollar.get(start + len + 2..).unwrap_or(&[]);
         }
-        let names = self.name.split(' ').filter(|p| !p.is_empty()).count();
-        out.split_off(names.min(out.len()))
+        out
     }
 
     /// Rewrites the header for the current argument count.
@@ -330,9 +338,9 @@ mod tests {
         let cmd = Cmd::new("MSET").key("a\r\nb").arg(1).key(42).arg("v");
         let keys: Vec<&[u8]> = cmd.keys().collect();
         assert_eq!(keys, vec![&b"a\r\nb"[..], &b"42"[..]]);
-        assert_eq!(cmd.args(), vec![&b"a\r\nb"[..], b"1", b"42", b"v"]);
+        assert_eq!(cmd.argv(), vec![&b"MSET"[..], b"a\r\nb", b"1", b"42", b"v"]);
         let sub = Cmd::new("CLIENT SETNAME").arg("n");
-        assert_eq!(sub.args(), vec![&b"n"[..]]);
+        assert_eq!(sub.argv(), vec![&b"CLIENT"[..], b"SETNAME", b"n"]);
         assert_eq!(
             sub.frame(),
             b"*3\r\n$6\r\nCLIENT\r\n$7\r\nSETNAME\r\n$1\r\nn\r\n"

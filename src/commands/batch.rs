@@ -20,7 +20,9 @@ use crate::resp::Value;
 
 #[derive(Default)]
 struct Results {
-    replies: Option<Vec<Option<Value>>>,
+    /// Each command's answer: its reply, or the error that kept it alone from getting
+    /// one (in a cluster: keys across slots, a node of several that failed).
+    replies: Option<Vec<Option<Result<Value>>>>,
     names: Vec<std::borrow::Cow<'static, str>>,
     failure: Option<Error>,
 }
@@ -56,7 +58,7 @@ impl<T: FromValue> BatchReply<T> {
             ));
         };
         drop(r);
-        convert(reply, &name)
+        convert(reply?, &name)
     }
 }
 
@@ -83,7 +85,7 @@ impl Queue {
         }
     }
 
-    fn finish(&self, outcome: Result<Vec<Value>>) -> Result<()> {
+    fn finish(&self, outcome: Result<Vec<Result<Value>>>) -> Result<()> {
         let names = self.cmds.borrow().iter().map(Cmd::name_cow).collect();
         let mut r = self.results.lock();
         r.names = names;
@@ -249,10 +251,12 @@ impl Transaction {
         let outcome = self.db.send_many(&all, true);
         let body: Vec<Cmd> = all.drain(lead..lead + n).collect();
         *self.queue.cmds.borrow_mut() = body;
-        let replies = match outcome {
+        // A transaction runs whole on one connection: no command fails alone.
+        let replies = match outcome.and_then(|answers| answers.into_iter().collect()) {
             Ok(replies) => replies,
             Err(e) => return self.queue.finish(Err(e)).map(|_| false),
         };
+        let replies: Vec<Value> = replies;
         // Anything before EXEC that failed (WATCH, MULTI, a refused command) is
         // reported by EXEC itself as EXECABORT, except a failed WATCH or MULTI.
         for (i, reply) in replies.iter().take(lead).enumerate() {
@@ -268,9 +272,10 @@ impl Transaction {
                 self.queue.results.lock().failure = Some(e);
                 Ok(false)
             }
-            Some(Value::Array(results)) if results.len() == n => {
-                self.queue.finish(Ok(results)).map(|_| true)
-            }
+            Some(Value::Array(results)) if results.len() == n => self
+                .queue
+                .finish(Ok(results.into_iter().map(Ok).collect()))
+                .map(|_| true),
             Some(reply) => {
                 let e = match reply.error_message() {
                     Some(m) => Error::from_server_reply(m).with_command("EXEC"),

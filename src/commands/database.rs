@@ -24,7 +24,7 @@ use crate::resp::Value;
 /// let db = client.database();
 /// db.set("greeting", "hello")?;
 /// let v: Option<String> = db.get("greeting")?;
-/// let n: i64 = db.cmd("INCRBY").arg("counter").arg(5).query()?;
+/// let n: i64 = db.cmd("INCRBY").key("counter").arg(5).query()?;
 /// # Ok::<(), resilient_redis::Error>(())
 /// ```
 #[derive(Clone)]
@@ -100,8 +100,14 @@ impl Database {
         }
     }
 
-    /// Starts an arbitrary command: `db.cmd("INCRBY").arg("k").arg(5).query::<i64>()`.
+    /// Starts an arbitrary command: `db.cmd("INCRBY").key("k").arg(5).query::<i64>()`.
     /// Its retry category is `Never` unless stated with `.flags(...)`.
+    ///
+    /// In a cluster, keys route the command: mark them with `.key()` (it works for
+    /// any command, a module's included); a key passed with `.arg()` to a command the
+    /// cluster's command table knows is found there too. A command without keys goes
+    /// where its request policy says (any master, every master, every node): see
+    /// `docs/cluster.md`.
     pub fn cmd(&self, name: &str) -> CmdBuilder<'_> {
         CmdBuilder {
             db: self,
@@ -213,7 +219,19 @@ impl Database {
         &self.router
     }
 
-    pub(crate) fn send_many(&self, cmds: &[Cmd], atomic: bool) -> Result<Vec<Value>> {
+    /// The retry policy set by [`Database::with_retry`], if any.
+    pub(crate) fn retry_policy(&self) -> Option<&RetryPolicy> {
+        self.retry.as_deref()
+    }
+
+    /// The timeout set by [`Database::with_timeout`], if any.
+    pub(crate) fn timeout(&self) -> Option<Duration> {
+        self.timeout
+    }
+
+    /// Runs commands pipelined (a batch) or as one `MULTI`/`EXEC` (`atomic`): an
+    /// answer per command (see `Router::send_many`).
+    pub(crate) fn send_many(&self, cmds: &[Cmd], atomic: bool) -> Result<Vec<Result<Value>>> {
         const BATCH: Cow<'static, str> = Cow::Borrowed("BATCH");
         const MULTI: Cow<'static, str> = Cow::Borrowed("MULTI");
         let stopwatch = metrics::Stopwatch::start();
@@ -256,7 +274,8 @@ impl CmdBuilder<'_> {
         self
     }
 
-    /// Appends key argument(s) (used to route in a cluster).
+    /// Appends key argument(s): in a cluster, marked keys route the command (see
+    /// [`Database::cmd`]).
     pub fn key(mut self, key: impl super::ToArgs) -> Self {
         self.cmd.push_key(key);
         self

@@ -87,14 +87,20 @@ pub trait KeyCommands: Commands {
         self.run(if replace { cmd.arg("REPLACE") } else { cmd })
     }
 
-    /// `KEYS pattern`: every matching key at once (blocks the server on big
-    /// databases; prefer [`KeyCommands::scan`]).
+    /// `KEYS pattern`: every matching key at once (in a cluster, every master's,
+    /// together). Blocks each server while it runs on big databases; prefer
+    /// [`Database::scan_iter`](crate::Database::scan_iter).
     fn keys<T: FromValue>(&self, pattern: impl ToArgs) -> Self::Out<Vec<T>> {
         self.run(Cmd::typed("KEYS", ReadOnly).arg(pattern))
     }
 
     /// `SCAN cursor [MATCH pattern] [COUNT count]`: the next cursor and a page of keys.
     /// Start at cursor 0; the iteration is complete when the returned cursor is 0.
+    ///
+    /// A cursor walks one server: in a cluster this is refused with
+    /// `ErrorKind::InvalidInput` (it would read one node and end as if it had read
+    /// them all). [`Database::scan_iter`](crate::Database::scan_iter) walks every
+    /// master, anywhere.
     fn scan<T: FromValue>(
         &self,
         cursor: u64,

@@ -12,6 +12,7 @@ mod client_handles;
 mod database;
 mod from_value;
 mod retrying;
+mod scan;
 
 mod hashes;
 mod keys;
@@ -38,6 +39,7 @@ pub use from_value::FromValue;
 pub use hashes::HashCommands;
 pub use keys::KeyCommands;
 pub use lists::{ListCommands, ListEnd};
+pub use scan::{ScanIter, ScanOptions};
 pub use scripting::{Script, ScriptingCommands};
 pub use server::ServerCommands;
 pub use sets::SetCommands;

@@ -91,6 +91,38 @@ pub(crate) fn send(
     Err(Error::new(ErrorKind::InvalidInput, "no attempt was made"))
 }
 
+/// Runs `attempt` until it succeeds, its fault is not one `policy` retries for a
+/// command of `category`, or the attempts run out; the pause between attempts is the
+/// policy's. For what carries its own state across attempts (a keyspace walk's page,
+/// which re-reads the slot map itself): no group failover is waited for here.
+pub(crate) fn attempts<T>(
+    policy: &RetryPolicy,
+    category: crate::command::RetryCategory,
+    mut attempt: impl FnMut() -> Result<T>,
+) -> Result<T> {
+    let mut kinds = Vec::new();
+    for n in 1..=policy.max_attempts {
+        let error = match attempt() {
+            Ok(v) => return Ok(v),
+            Err(e) => e,
+        };
+        kinds.push(error.kind());
+        let fault = FaultContext {
+            category: Some(category),
+            attempt: n,
+            ..FaultContext::from_error(&error)
+        };
+        if policy.can_retry(&fault) == RetryDecision::None {
+            return Err(error);
+        }
+        if n == policy.max_attempts {
+            return Err(exhausted(error, &kinds));
+        }
+        policy.clock.sleep(policy.pause(jitter_fraction()));
+    }
+    Err(Error::new(ErrorKind::InvalidInput, "no attempt was made"))
+}
+
 /// Waits (bounded by `failover_delay`) for the active member to be another one.
 fn wait_for_failover(router: &dyn Router, from: u64, policy: &RetryPolicy) -> bool {
     let clock = &policy.clock;

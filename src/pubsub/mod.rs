@@ -29,8 +29,28 @@ use crate::error::{Error, ErrorKind, Result};
 /// Where subscribe and unsubscribe frames go: the deployment's subscription
 /// connection(s), opened on demand.
 pub(crate) trait PubSubLinks: Send + Sync {
-    /// Sends SUBSCRIBE (or UNSUBSCRIBE) for one name on the connection that carries it.
+    /// Sends SUBSCRIBE (or UNSUBSCRIBE) for one name on the connection(s) that carry it.
     fn send(&self, key: &Key, subscribe: bool) -> Result<()>;
+
+    /// How many servers carry `key` once subscribed (each confirms it): one, or every
+    /// master of a cluster for keyspace notifications.
+    fn carriers(&self, _key: &Key) -> usize {
+        1
+    }
+}
+
+/// Whether `key` names keyspace notifications (`__keyspace@<db>__:<key>`,
+/// `__keyevent@<db>__:<event>`, or a pattern such as `__key*__:*`): each server
+/// publishes those of its own keys only, so in a cluster they are held on every master.
+pub(crate) fn is_keyspace_notification(key: &Key) -> bool {
+    let name = key.1.as_slice();
+    match key.0 {
+        MessageKind::Channel => {
+            name.starts_with(b"__keyspace@") || name.starts_with(b"__keyevent@")
+        }
+        MessageKind::Pattern => name.starts_with(b"__key"),
+        MessageKind::Sharded => false,
+    }
 }
 
 /// Where `PUBLISH` goes: the client's (or group's) `Database`, which implements this in
@@ -100,6 +120,13 @@ impl Subscriber {
     }
 
     /// `PSUBSCRIBE pattern` (glob-style).
+    ///
+    /// Keyspace notifications (`__keyspace@0__:*`, `__keyevent@0__:expired`, `__key*`)
+    /// are published by each server for its own keys: in a cluster such a pattern or
+    /// channel is held on every master (following the topology: a promoted replica
+    /// gets it, a demoted master drops it), and this returns once every master has
+    /// confirmed it. The servers only publish them when `notify-keyspace-events` is
+    /// set (`db.config_set("notify-keyspace-events", "KEA")` reaches every node).
     pub fn psubscribe(&self, pattern: impl AsRef<[u8]>) -> Result<Subscription> {
         self.add(MessageKind::Pattern, pattern.as_ref())
     }
@@ -190,7 +217,8 @@ impl Subscriber {
                 log::debug!("SUBSCRIBE deferred until reconnect: {e}");
             }
         }
-        let answer = self.inner.registry.wait_answer(&key, deadline);
+        let servers = self.inner.links.carriers(&key);
+        let answer = self.inner.registry.wait_answer(&key, servers, deadline);
         if answer == registry::Answer::Confirmed {
             Ok(sub)
         } else if let registry::Answer::Refused(reason) = answer {

@@ -33,14 +33,21 @@ struct Sink {
 
 #[derive(Default)]
 struct Entry {
-    confirmed: bool,
+    /// The servers whose confirmation is current (`None`: a server not named, in
+    /// tests). Usually one; every master for a keyspace-notification subscription in
+    /// a cluster. An unsubscribe from another server (the node a sharded
+    /// subscription just left) is stale and must not undo it.
+    confirmed_on: Vec<Option<Endpoint>>,
     /// The server refused it (`-NOPERM`, for example): the message, for the caller
     /// waiting for a confirmation that will not come.
     refused: Option<String>,
-    /// The server whose confirmation is current: an unsubscribe from another one (the
-    /// node a sharded subscription just left) is stale and must not undo it.
-    carrier: Option<Endpoint>,
     sinks: Vec<Sink>,
+}
+
+impl Entry {
+    fn confirmed(&self) -> bool {
+        !self.confirmed_on.is_empty()
+    }
 }
 
 #[derive(Default)]
@@ -162,32 +169,36 @@ impl Registry {
             .lock()
             .entries
             .get(key)
-            .is_some_and(|e| e.confirmed)
+            .is_some_and(Entry::confirmed)
     }
 
-    /// The connection carrying subscriptions was lost: nothing is confirmed any more.
-    pub(crate) fn forget_confirmations(&self) {
+    /// The subscription connection to `server` was lost: what it confirmed is not
+    /// confirmed any more.
+    pub(crate) fn forget_confirmations(&self, server: &Endpoint) {
         for entry in self.inner.lock().entries.values_mut() {
-            entry.confirmed = false;
-            entry.carrier = None;
+            entry
+                .confirmed_on
+                .retain(|c| c.as_ref().is_some_and(|c| c != server));
         }
     }
 
-    /// Waits until the server confirmed `key` or `deadline` passes.
+    /// Waits until a server confirmed `key` or `deadline` passes.
     #[cfg(test)]
     pub(crate) fn wait_confirmed(&self, key: &Key, deadline: Instant) -> bool {
-        matches!(self.wait_answer(key, deadline), Answer::Confirmed)
+        matches!(self.wait_answer(key, 1, deadline), Answer::Confirmed)
     }
 
-    /// Waits until the server confirmed `key`, refused it, or `deadline` passes.
-    pub(crate) fn wait_answer(&self, key: &Key, deadline: Instant) -> Answer {
+    /// Waits until `servers` servers confirmed `key`, one refused it, or `deadline`
+    /// passes.
+    pub(crate) fn wait_answer(&self, key: &Key, servers: usize, deadline: Instant) -> Answer {
+        let enough = |e: &Entry| e.confirmed_on.len() >= servers.max(1);
         let mut inner = self.inner.lock();
         loop {
             if inner.closed {
                 return Answer::None;
             }
             match inner.entries.get(key) {
-                Some(e) if e.confirmed => return Answer::Confirmed,
+                Some(e) if enough(e) => return Answer::Confirmed,
                 Some(e) if e.refused.is_some() => {
                     return Answer::Refused(e.refused.clone().unwrap_or_default())
                 }
@@ -196,7 +207,7 @@ impl Registry {
             }
             if self.confirmed.wait_until(&mut inner, deadline).timed_out() {
                 return match inner.entries.get(key) {
-                    Some(e) if e.confirmed => Answer::Confirmed,
+                    Some(e) if enough(e) => Answer::Confirmed,
                     _ => Answer::None,
                 };
             }
@@ -208,7 +219,7 @@ impl Registry {
     /// so its waiting caller gets the server's reason instead of a timeout.
     pub(crate) fn refused(&self, message: &str) {
         let mut inner = self.inner.lock();
-        for entry in inner.entries.values_mut().filter(|e| !e.confirmed) {
+        for entry in inner.entries.values_mut().filter(|e| !e.confirmed()) {
             entry.refused = Some(message.to_string());
         }
         drop(inner);
@@ -222,11 +233,11 @@ impl Registry {
     }
 
     /// Applies one pub/sub frame received from `from`; returns the name of a
-    /// subscription the server ended on its own while we still want it (to be
-    /// re-established). An unsubscribe from a server other than the one that confirmed
-    /// the subscription last is stale (a slot migration's `SUNSUBSCRIBE` arriving after
-    /// the subscription already moved) and is ignored: acting on it would re-subscribe
-    /// what is already in place.
+    /// subscription the server ended on its own while we still want it and no other
+    /// server still carries (to be re-established). An unsubscribe from a server that
+    /// is not among those that confirmed it is stale (a slot migration's `SUNSUBSCRIBE`
+    /// arriving after the subscription already moved) and is ignored: acting on it
+    /// would re-subscribe what is already in place.
     pub(crate) fn apply_from(&self, frame: PubSubFrame, from: Option<&Endpoint>) -> Option<Key> {
         match frame {
             PubSubFrame::Message(message) => {
@@ -235,10 +246,19 @@ impl Registry {
             }
             PubSubFrame::Subscribed(kind, name) => {
                 let mut inner = self.inner.lock();
-                if let Some(e) = inner.entries.get_mut(&(kind, name)) {
-                    e.confirmed = true;
+                let key = (kind, name);
+                let spread = super::is_keyspace_notification(&key);
+                if let Some(e) = inner.entries.get_mut(&key) {
+                    let from = from.cloned();
+                    // Held on several servers only when it is a keyspace-notification
+                    // one in a cluster; any other is carried by the last to confirm.
+                    if !spread {
+                        e.confirmed_on.clear();
+                    }
+                    if !e.confirmed_on.contains(&from) {
+                        e.confirmed_on.push(from);
+                    }
                     e.refused = None;
-                    e.carrier = from.cloned();
                 }
                 self.confirmed.notify_all();
                 None
@@ -247,14 +267,16 @@ impl Registry {
                 let key = (kind, name);
                 let mut inner = self.inner.lock();
                 let entry = inner.entries.get_mut(&key)?;
-                let stale = entry.confirmed
-                    && matches!((&entry.carrier, from), (Some(c), Some(f)) if c != f);
+                let from = from.cloned();
+                let stale =
+                    entry.confirmed() && from.is_some() && !entry.confirmed_on.contains(&from);
                 if stale {
                     return None;
                 }
-                // Still wanted: the server dropped it (a sharded slot moved).
-                entry.confirmed = false;
-                Some(key)
+                entry.confirmed_on.retain(|c| *c != from);
+                // Still wanted and carried nowhere: the server dropped it (a sharded
+                // slot moved).
+                (!entry.confirmed()).then_some(key)
             }
         }
     }

@@ -33,6 +33,9 @@ pub(crate) struct NodeEntry {
     pub addr: SocketAddr,
     server: Weak<ServerInner>,
     pub removed: bool,
+    /// Its config epoch, as `CLUSTER NODES` shows it: raised past every other when it
+    /// takes slots over (as `CLUSTER SETSLOT ... NODE` does on the importing node).
+    pub epoch: u64,
 }
 
 /// A slot migration in progress.
@@ -275,6 +278,7 @@ impl FakeCluster {
             addr: server.addr(),
             server: Arc::downgrade(&server.inner),
             removed: false,
+            epoch: index as u64 + 1,
         });
         self.nodes.push(server);
         Ok(&self.nodes[index])
@@ -391,6 +395,8 @@ impl FakeCluster {
                 topo.slots[s as usize] = Some(m.to);
             }
             topo.migration = None;
+            let top = topo.nodes.iter().map(|n| n.epoch).max().unwrap_or(0);
+            topo.nodes[m.to].epoch = top + 1;
         }
         if self.state.quiet_sunsubscribe.load(Ordering::Relaxed) {
             super::pubsub::forget_shard_channels(src, &m.slots);

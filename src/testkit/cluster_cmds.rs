@@ -142,7 +142,7 @@ pub(crate) fn cluster_nodes(ctx: &mut Ctx<'_, '_>, _args: &[Vec<u8>]) -> Reply {
             n.addr.port(),
             n.addr.port() as u32 + 10000,
             flags,
-            i + 1
+            n.epoch
         ));
         for r in all_runs.iter().filter(|r| r.2 == i) {
             if r.0 == r.1 {
@@ -197,8 +197,9 @@ pub(crate) fn cluster_info(ctx: &mut Ctx<'_, '_>, _args: &[Vec<u8>]) -> Reply {
     } else {
         "fail"
     };
+    let current = topo.nodes.iter().map(|n| n.epoch).max().unwrap_or(0);
     verbatim(format!(
-        "cluster_state:{state}\r\ncluster_slots_assigned:{assigned}\r\ncluster_slots_ok:{assigned}\r\ncluster_slots_pfail:0\r\ncluster_slots_fail:0\r\ncluster_known_nodes:{known}\r\ncluster_size:{known}\r\ncluster_current_epoch:{known}\r\ncluster_my_epoch:{}\r\n",
-        link.index + 1
+        "cluster_state:{state}\r\ncluster_slots_assigned:{assigned}\r\ncluster_slots_ok:{assigned}\r\ncluster_slots_pfail:0\r\ncluster_slots_fail:0\r\ncluster_known_nodes:{known}\r\ncluster_size:{known}\r\ncluster_current_epoch:{current}\r\ncluster_my_epoch:{}\r\n",
+        topo.nodes[link.index].epoch
     ))
 }

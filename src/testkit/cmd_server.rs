@@ -217,9 +217,10 @@ pub(crate) fn info(ctx: &mut Ctx<'_, '_>, args: &[Vec<u8>]) -> Reply {
     let mut out = String::new();
     if want("server") {
         out.push_str(&format!(
-            "# Server\r\nredis_version:7.2.0\r\nredis_mode:{}\r\nos:fake\r\narch_bits:64\r\nprocess_id:{}\r\ntcp_port:{}\r\nuptime_in_seconds:{}\r\n\r\n",
+            "# Server\r\nredis_version:7.2.0\r\nredis_mode:{}\r\nos:fake\r\narch_bits:64\r\nprocess_id:{}\r\nrun_id:{}\r\ntcp_port:{}\r\nuptime_in_seconds:{}\r\n\r\n",
             if cluster { "cluster" } else { "standalone" },
             std::process::id(),
+            server.run_id,
             server.addr.port(),
             server.started.elapsed().as_secs(),
         ));

@@ -122,7 +122,7 @@ pub(crate) fn sunsubscribe(ctx: &mut Ctx<'_, '_>, args: &[Vec<u8>]) -> Reply {
 }
 
 /// Delivers a `PUBLISH` on one server; returns how many received it.
-fn deliver(server: &ServerInner, channel: &[u8], message: &[u8]) -> usize {
+pub(crate) fn deliver(server: &ServerInner, channel: &[u8], message: &[u8]) -> usize {
     let hung = server.faults.is_hung();
     let mut receivers = 0;
     for conn in server.connections() {

@@ -75,6 +75,8 @@ pub(crate) struct ServerInner {
     pub listen: Mutex<Listening>,
     pub listen_changed: Condvar,
     pub started: Instant,
+    /// `run_id` of `INFO server`: this process of the server (a restart is another).
+    pub run_id: String,
     /// What every connection is served with when the server serves TLS.
     pub tls: Option<Arc<rustls::ServerConfig>>,
 }
@@ -283,6 +285,12 @@ fn start(b: FakeServerBuilder, cluster: Option<ClusterLink>) -> io::Result<FakeS
         }),
         listen_changed: Condvar::new(),
         started: Instant::now(),
+        run_id: format!(
+            "{:016x}{:016x}{:08x}",
+            super::rng::next(),
+            super::rng::next(),
+            super::rng::next() as u32
+        ),
         tls,
     });
     if let Some(link) = cluster {

@@ -186,7 +186,9 @@ impl Session {
             in_exec: false,
             pushed: false,
         };
+        let deleted = super::keyspace_events::before(&mut ctx, spec, args);
         let reply = (spec.run)(&mut ctx, args);
+        super::keyspace_events::after(&mut ctx, spec, args, &reply, deleted);
         if ctx.pushed {
             server.store.pushed.notify_all();
         }

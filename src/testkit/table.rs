@@ -9,7 +9,8 @@ use std::sync::OnceLock;
 use super::reply::Reply;
 use super::session::Ctx;
 use super::{
-    cluster_cmds, cmd_config, cmd_scripting, cmd_server, pubsub, table_data, transactions,
+    cluster_cmds, cmd_command, cmd_config, cmd_scripting, cmd_server, pubsub, table_data,
+    transactions,
 };
 
 /// Runs one command with the store locked.
@@ -136,6 +137,7 @@ static COMMANDS: &[Spec] = &[
     spec("flushdb", -1, WRITE, K0, cmd_server::flushdb),
     spec("flushall", -1, WRITE, K0, cmd_server::flushall),
     spec("time", 1, 0, K0, cmd_server::time),
+    spec("command", -1, 0, K0, cmd_command::command),
     spec("wait", 3, 0, K0, cmd_config::wait),
     spec("config|get", -3, 0, K0, cmd_config::config_get),
     spec("config|set", -4, 0, K0, cmd_config::config_set),
@@ -202,6 +204,11 @@ const CONTAINERS: &[(&str, &str)] = &[
     ("config", "CONFIG"),
     ("script", "SCRIPT"),
 ];
+
+/// Every command of the table (subcommands as `container|sub`).
+pub(crate) fn all() -> impl Iterator<Item = &'static Spec> {
+    COMMANDS.iter().chain(table_data::DATA)
+}
 
 fn index() -> &'static HashMap<&'static str, &'static Spec> {
     static INDEX: OnceLock<HashMap<&'static str, &'static Spec>> = OnceLock::new();

@@ -6,6 +6,7 @@ mod support;
 
 mod group;
 mod group_breaker;
+mod group_cluster_keyspace;
 mod group_defaults;
 mod group_distance;
 mod group_fake;

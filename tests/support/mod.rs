@@ -75,6 +75,11 @@ fn binary() -> String {
     std::env::var("REDIS_SERVER_BIN").unwrap_or_else(|_| "redis-server".to_string())
 }
 
+/// The endpoints of every node `client` knows, in its order.
+pub fn endpoints(client: &resilient_redis::Client) -> Vec<resilient_redis::Endpoint> {
+    client.nodes().into_iter().map(|n| n.endpoint).collect()
+}
+
 /// Waits until `cond` holds or `within` passes; returns whether it held.
 pub fn wait_until(within: Duration, mut cond: impl FnMut() -> bool) -> bool {
     let deadline = Instant::now() + within;

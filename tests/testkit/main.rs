@@ -11,6 +11,7 @@ mod testkit_data;
 mod testkit_faults;
 mod testkit_maintenance;
 mod testkit_parity;
+mod testkit_parity_cluster;
 mod testkit_protocol;
 mod testkit_pubsub;
 mod testkit_tls;

@@ -41,19 +41,28 @@ fn routes_by_slot_splits_multi_key_commands_and_keeps_transactions_on_one_slot()
     assert_eq!(values, (0..50).map(Some).collect::<Vec<_>>());
     let deleted: i64 = db.cmd("DEL").key(&keys[..10]).query().unwrap();
     assert_eq!(deleted, 10);
+    // Keys passed as plain arguments are found by the command table and split too.
     db.cmd("MSET")
         .arg(["a", "1", "b", "2", "c", "3"])
         .exec()
-        .unwrap_err();
+        .unwrap();
+    assert_eq!(db.get::<String>("b").unwrap(), "2");
     let mset = Cmd::new("MSET")
         .key("a")
         .arg("1")
         .key("b")
         .arg("2")
         .key("c")
-        .arg("3");
+        .arg("4");
     db.query::<()>(&mset).unwrap();
-    assert_eq!(db.get::<String>("c").unwrap(), "3");
+    assert_eq!(db.get::<String>("c").unwrap(), "4");
+    // MSETNX split would set some slots' keys and not others': refused.
+    let err = db
+        .cmd("MSETNX")
+        .arg(["a", "1", "b", "2"])
+        .exec()
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::CrossSlot);
 
     // A batch spanning nodes answers in order.
     let batch = db.batch();
@@ -148,7 +157,7 @@ fn a_node_that_left_the_cluster_is_retired_and_an_empty_one_is_kept() {
     let client = connect(&cluster);
     let empty = cluster.add_empty_master();
     client.refresh_topology().unwrap();
-    let has = |port: u16| client.nodes().iter().any(|e| e.port == port);
+    let has = |port: u16| client.nodes().iter().any(|n| n.endpoint.port == port);
     assert!(wait_until(Duration::from_secs(10), || {
         client.refresh_topology().unwrap();
         has(empty)

@@ -139,7 +139,7 @@ fn a_removed_node_is_retired_at_once_although_heartbeats_pile_up_against_it(t: T
     let c = client(&t, &cluster, "&keepAlive=50");
     assert!(wait_until(Duration::from_secs(5), || {
         c.refresh_topology().unwrap();
-        c.nodes().iter().any(|e| e.port == spare)
+        c.nodes().iter().any(|n| n.endpoint.port == spare)
     }));
     let spare_index = cluster
         .nodes()
@@ -151,7 +151,7 @@ fn a_removed_node_is_retired_at_once_although_heartbeats_pile_up_against_it(t: T
     let started = Instant::now();
     let retired = wait_until(Duration::from_secs(10), || {
         c.refresh_topology().unwrap();
-        !c.nodes().iter().any(|e| e.port == spare)
+        !c.nodes().iter().any(|n| n.endpoint.port == spare)
     });
     assert!(retired);
     // Idle for caller work: closed at once, not after the 5 s drain bound.

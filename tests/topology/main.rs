@@ -8,5 +8,7 @@ mod support;
 mod cluster;
 mod cluster_failover;
 mod cluster_fake;
+mod cluster_fake_keyspace;
+mod cluster_keyspace;
 mod cluster_migration;
 mod sentinel;

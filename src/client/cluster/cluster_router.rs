@@ -6,11 +6,17 @@
 //! A call waiting for a disconnected node is re-routed by the map as it is when the map
 //! changes (a promoted replica took its slot); `-READONLY` (a stale map sent a write to
 //! a demoted master) asks for a refresh, so a retry goes by the new map.
+//!
+//! Where a command goes is decided first (`route`): by its keys, or for a keyless one
+//! by its request policy; commands for every master go through `fan_out`, keys across
+//! slots through `split`.
 
 use std::time::{Duration, Instant};
 
 use super::super::deployment::Deployment;
-use super::{key_slot, split, ClusterState};
+use super::fan_out::{self, Reach};
+use super::route::{self, Route};
+use super::{split, ClusterState};
 use crate::command::{Cmd, RetryCategory};
 use crate::config::Endpoint;
 use crate::connection::reply_slot::Outcome;
@@ -58,11 +64,11 @@ impl<'a> ClusterRouter<'a> {
             .map_or_else(|| deadline.unrelaxed(), |n| n.deadline_at(deadline))
     }
 
-    /// The node a command goes to first: its slot's master (or a replica for reads
-    /// when asked), any master for keyless commands.
-    pub(super) fn first_target(&self, cmd: &Cmd) -> Result<Endpoint> {
+    /// The node a command for `slot` goes to first: its slot's master (or a replica
+    /// for reads when asked); any master for a keyless command (`None`).
+    pub(super) fn first_target(&self, cmd: &Cmd, slot: Option<u16>) -> Result<Endpoint> {
         let pick = self.state.next_pick();
-        let endpoint = match single_slot(cmd)? {
+        let endpoint = match slot {
             Some(slot) => {
                 let read = cmd.retry_category() == RetryCategory::ReadOnly;
                 if read && self.deployment().options.replica_reads {
@@ -96,7 +102,13 @@ impl<'a> ClusterRouter<'a> {
     /// Sends one command to `target` and returns its reply, unconverted. Every hop gets
     /// the call's own deadline, never what is left of it (which the node would relax
     /// again from the hop: see `connection::deadline`).
-    pub(super) fn send_to(&self, cmd: &Cmd, target: &Target, deadline: Deadline) -> Result<Value> {
+    pub(super) fn send_to(
+        &self,
+        cmd: &Cmd,
+        slot: Option<u16>,
+        target: &Target,
+        deadline: Deadline,
+    ) -> Result<Value> {
         let node = self.deployment().node_for(&target.endpoint)?;
         if Instant::now() >= node.deadline_at(&deadline) {
             return Err(Error::new(
@@ -108,7 +120,6 @@ impl<'a> ClusterRouter<'a> {
             return node.blocking.run(cmd.frame(), deadline, block);
         }
         if !target.asking {
-            let slot = single_slot(cmd).ok().flatten();
             let stay = || self.state.still_routes(slot, &target.endpoint);
             return match node.request_while(cmd.frame(), 1, deadline, Traffic::Caller, &stay)? {
                 Outcome::One(v) => Ok(v),
@@ -131,15 +142,15 @@ impl<'a> ClusterRouter<'a> {
         }
     }
 
-    /// Routes one command, following redirects until it gets a final reply.
-    pub(super) fn route(&self, cmd: &Cmd, deadline: Deadline) -> Result<Value> {
-        let slot = single_slot(cmd)?;
+    /// Sends one command to the node of `slot` (`None`: any master), following
+    /// redirects until it gets a final reply.
+    pub(super) fn route(&self, cmd: &Cmd, slot: Option<u16>, deadline: Deadline) -> Result<Value> {
         let mut target = Target {
-            endpoint: self.first_target(cmd)?,
+            endpoint: self.first_target(cmd, slot)?,
             asking: false,
         };
         for attempt in 0..MAX_REDIRECTS {
-            let reply = match self.send_to(cmd, &target, deadline) {
+            let reply = match self.send_to(cmd, slot, &target, deadline) {
                 Ok(reply) => reply,
                 // Never sent, and the map no longer routes the slot there (its owner
                 // died and another was promoted meanwhile): go where it is served now.
@@ -150,14 +161,14 @@ impl<'a> ClusterRouter<'a> {
                 {
                     log::debug!("{}: re-routed after the map changed", target.endpoint);
                     target = Target {
-                        endpoint: self.first_target(cmd)?,
+                        endpoint: self.first_target(cmd, slot)?,
                         asking: false,
                     };
                     continue;
                 }
                 Err(e) => return Err(e),
             };
-            match self.follow(cmd, &reply, &target.endpoint, attempt, deadline)? {
+            match self.follow(cmd, slot, &reply, &target.endpoint, attempt, deadline)? {
                 Some(next) => target = next,
                 None => return Ok(reply),
             }
@@ -174,6 +185,7 @@ impl<'a> ClusterRouter<'a> {
     pub(super) fn follow(
         &self,
         cmd: &Cmd,
+        slot: Option<u16>,
         reply: &Value,
         from: &Endpoint,
         attempt: usize,
@@ -219,7 +231,7 @@ impl<'a> ClusterRouter<'a> {
                 }
                 std::thread::sleep(pause);
                 let endpoint = match err.kind() {
-                    ErrorKind::ClusterDown => self.first_target(cmd)?,
+                    ErrorKind::ClusterDown => self.first_target(cmd, slot)?,
                     _ => from.clone(),
                 };
                 Ok(Some(Target {
@@ -250,36 +262,27 @@ fn redirect_endpoint(addr: &str, from: &Endpoint) -> Result<Endpoint> {
         .map_err(|_| Error::new(ErrorKind::Protocol, "a redirect to an unreadable address"))
 }
 
-/// The one slot all of a command's keys hash to; `None` when it has no keys; a
-/// `CrossSlot` error when they span slots.
-pub(super) fn single_slot(cmd: &Cmd) -> Result<Option<u16>> {
-    let mut slot = None;
-    for key in cmd.keys() {
-        let s = key_slot(key);
-        match slot {
-            None => slot = Some(s),
-            Some(first) if first != s => {
-                return Err(Error::new(
-                    ErrorKind::CrossSlot,
-                    "the keys of this command hash to different slots",
-                )
-                .with_command(cmd.name()))
-            }
-            Some(_) => {}
-        }
-    }
-    Ok(slot)
-}
-
 impl ClusterRouter<'_> {
-    /// Sends one command (split across slots where the command allows it).
+    /// Sends one command where its route says (split across slots, or to every
+    /// master, where the command asks for it).
     pub(crate) fn send(&self, cmd: &Cmd, call: CallTimeout) -> Result<Value> {
         let deadline = self.deadline(call);
-        let result = match split::splittable(cmd) {
-            Some(kind) if single_slot(cmd).is_err() => split::run(self, cmd, kind, deadline),
-            _ => self.route(cmd, deadline),
-        };
-        result.map_err(|e| e.with_command(cmd.name()))
+        let route = route::decide(cmd, || self.state.command_table());
+        self.send_routed(cmd, route, deadline)
+            .map_err(|e| e.with_command(cmd.name()))
+    }
+
+    /// Sends one command by a route already decided.
+    pub(super) fn send_routed(&self, cmd: &Cmd, route: Route, deadline: Deadline) -> Result<Value> {
+        match route {
+            Route::Slot(slot) => self.route(cmd, Some(slot), deadline),
+            Route::AnyMaster => self.route(cmd, None, deadline),
+            Route::Fan { replicas, response } => {
+                fan_out::run(self, cmd, Reach::of(replicas), response, deadline)
+            }
+            Route::Split { units, response } => split::run(self, cmd, &units, response, deadline),
+            Route::Refused(refusal) => Err(refusal.error(cmd.name())),
+        }
     }
 
     /// Sends a batch (per node) or a transaction (whole, on one slot).
@@ -288,38 +291,12 @@ impl ClusterRouter<'_> {
         cmds: &[Cmd],
         call: CallTimeout,
         atomic: bool,
-    ) -> Result<Vec<Value>> {
+    ) -> Result<Vec<Result<Value>>> {
         let deadline = self.deadline(call);
         if atomic {
-            split::transaction(self, cmds, deadline)
+            split::transaction(self, cmds, deadline).map(|v| v.into_iter().map(Ok).collect())
         } else {
             split::batch(self, cmds, deadline)
         }
-    }
-}
-
-impl ClusterRouter<'_> {
-    /// Sends (un)subscribe for one name to the node that carries it.
-    pub(crate) fn subscription(&self, key: &crate::pubsub::Key, subscribe: bool) -> Result<()> {
-        let deployment = self.deployment();
-        let home = match self.state.subscription_home(key) {
-            Some(h) => h,
-            None => self.first_target(&Cmd::new("PING"))?,
-        };
-        let route = if subscribe {
-            self.state
-                .sub_routes()
-                .lock()
-                .insert(key.clone(), home.clone());
-            home
-        } else {
-            match self.state.sub_routes().lock().remove(key) {
-                Some(r) => r,
-                None => return Ok(()),
-            }
-        };
-        let node = deployment.node_for(&route)?;
-        let keys = || super::subscriptions_for(deployment, self.state, &route);
-        node.send_subscription(key, subscribe, keys)
     }
 }

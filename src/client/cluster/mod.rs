@@ -10,37 +10,54 @@
 //! `refresh`); callers waiting in a dead owner's backlog are woken by every refresh
 //! and re-routed when their slot moved; a node that has just become an owner is
 //! dialled at once rather than after its reconnect back-off.
+//!
+//! Where a command goes (`route`) follows the command table a node publishes
+//! (`command_table`): keys found for known commands, a keyless command to any master
+//! or to every master or node by its request policy (`fan_out`), replies combined by
+//! its response policy (`aggregate`), keys across slots split (`split`). Pub/sub in
+//! `subscriptions`; the map itself in `slot_map`; what is asked of a node in `queries`.
 
+mod aggregate;
 mod cluster_router;
+mod command_table;
+mod fan_out;
 pub(crate) mod hash_slot;
+mod queries;
 mod refresh;
+mod route;
+mod slot_map;
 mod split;
+mod subscriptions;
 pub(crate) mod topology;
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use parking_lot::{Mutex, RwLock};
 
 pub(crate) use cluster_router::ClusterRouter;
+use command_table::CommandTable;
 pub use hash_slot::{key_slot, SLOT_COUNT};
+use queries::load_command_table;
+pub(crate) use queries::query_topology;
+use slot_map::SlotMap;
+pub(crate) use subscriptions::{reroute_subscriptions, subscriptions_for};
 
 use super::deployment::Deployment;
 use super::node::Node;
 use crate::config::Endpoint;
-use crate::connection::reply_slot::Outcome;
-use crate::connection::{Deadline, Traffic};
-use crate::error::{Error, ErrorKind, Result};
-use crate::pubsub::{Key, MessageKind};
-use crate::resp::{write_arg, write_command_header, Value};
+use crate::pubsub::Key;
 use topology::Topology;
 
 /// A node absent from this many consecutive topologies has left the cluster.
 pub(crate) const ABSENT_REFRESHES_BEFORE_RETIRING: u32 = 3;
 /// The longest a retiring node waits for caller work in flight before it is closed.
 pub(crate) const RETIREMENT_DRAIN: Duration = Duration::from_secs(5);
+/// Refreshes that try to read a node's command table before the built-in one is kept
+/// for good (a server whose ACL refuses `COMMAND` would refuse it every time).
+const COMMAND_TABLE_ATTEMPTS: u32 = 3;
 
 /// Counters for diagnostics and tests.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -63,34 +80,6 @@ pub struct ClusterStats {
     pub slot_migrations_ignored: u64,
 }
 
-struct SlotMap {
-    /// Master endpoint (canonical) per shard, and replicas.
-    shards: Vec<(Endpoint, Vec<Endpoint>)>,
-    table: Vec<Option<u16>>,
-}
-
-impl SlotMap {
-    /// The masters that own at least one slot, and whether some slot has no owner.
-    fn owners(&self) -> (Vec<Endpoint>, bool) {
-        let mut owns = vec![false; self.shards.len()];
-        let mut uncovered = false;
-        for entry in &self.table {
-            match entry.and_then(|i| owns.get_mut(i as usize)) {
-                Some(o) => *o = true,
-                None => uncovered = true,
-            }
-        }
-        let owners = self
-            .shards
-            .iter()
-            .zip(owns)
-            .filter(|(_, owns)| *owns)
-            .map(|(s, _)| s.0.clone())
-            .collect();
-        (owners, uncovered)
-    }
-}
-
 pub(crate) struct ClusterState {
     map: RwLock<SlotMap>,
     /// Alias (any name a node answers to) to its canonical endpoint.
@@ -108,8 +97,11 @@ pub(crate) struct ClusterState {
     /// insides can reach).
     listed_ever: Mutex<std::collections::HashSet<Endpoint>>,
     retiring: Mutex<Vec<(Arc<Node>, Instant)>>,
-    /// Which node carries each sharded subscription.
+    /// Which node carries each sharded (and plain) subscription.
     sub_routes: Mutex<HashMap<Key, Endpoint>>,
+    /// Which masters carry each keyspace-notification subscription (held on every
+    /// master: see `subscriptions`).
+    spread_routes: Mutex<HashMap<Key, Vec<Endpoint>>>,
     moved: AtomicU64,
     ask: AtomicU64,
     try_again: AtomicU64,
@@ -120,6 +112,12 @@ pub(crate) struct ClusterState {
     pick: AtomicU64,
     /// A topology worker is under way (one at a time).
     refreshing: AtomicBool,
+    /// Key positions and request/response policies: the built-in table until a node's
+    /// own is read.
+    commands: RwLock<Arc<CommandTable>>,
+    /// Attempts left to read a node's command table (a server that refuses it keeps
+    /// the built-in one).
+    command_table_attempts: AtomicU32,
 }
 
 impl ClusterState {
@@ -128,6 +126,7 @@ impl ClusterState {
             map: RwLock::new(SlotMap {
                 shards: Vec::new(),
                 table: vec![None; SLOT_COUNT as usize],
+                unrouted: Vec::new(),
             }),
             aliases: RwLock::new(HashMap::new()),
             refresh_requested: AtomicBool::new(false),
@@ -140,6 +139,7 @@ impl ClusterState {
             listed_ever: Mutex::new(std::collections::HashSet::new()),
             retiring: Mutex::new(Vec::new()),
             sub_routes: Mutex::new(HashMap::new()),
+            spread_routes: Mutex::new(HashMap::new()),
             moved: AtomicU64::new(0),
             ask: AtomicU64::new(0),
             try_again: AtomicU64::new(0),
@@ -148,7 +148,14 @@ impl ClusterState {
             slot_migrations: AtomicU64::new(0),
             slot_migrations_ignored: AtomicU64::new(0),
             pick: AtomicU64::new(0),
+            commands: RwLock::new(CommandTable::builtin()),
+            command_table_attempts: AtomicU32::new(COMMAND_TABLE_ATTEMPTS),
         }
+    }
+
+    /// The command table routing goes by now.
+    pub(crate) fn command_table(&self) -> Arc<CommandTable> {
+        self.commands.read().clone()
     }
 
     /// A rotating number, to spread keyless commands and replica reads.
@@ -177,73 +184,12 @@ impl ClusterState {
             .unwrap_or_else(|| endpoint.clone())
     }
 
-    /// The master serving `slot`, if the map knows one.
-    pub(crate) fn master_for(&self, slot: u16) -> Option<Endpoint> {
-        let map = self.map.read();
-        let shard = (*map.table.get(slot as usize)?)?;
-        map.shards.get(shard as usize).map(|s| s.0.clone())
-    }
-
-    /// Whether a call for `slot` (`None`: keyless) that was sent to `endpoint` still
-    /// belongs there by the map as it is now: its owner or one of the owner's replicas
-    /// (a keyless call: any master). An uncovered slot keeps it where it is.
-    pub(crate) fn still_routes(&self, slot: Option<u16>, endpoint: &Endpoint) -> bool {
-        let map = self.map.read();
-        match slot {
-            Some(slot) => match map.table.get(slot as usize).copied().flatten() {
-                Some(shard) => map
-                    .shards
-                    .get(shard as usize)
-                    .is_some_and(|(m, r)| m == endpoint || r.contains(endpoint)),
-                None => true,
-            },
-            None => map.shards.is_empty() || map.shards.iter().any(|s| s.0 == *endpoint),
-        }
-    }
-
-    /// A replica serving `slot` (spread by a rotating pick), else its master.
-    pub(crate) fn replica_for(&self, slot: u16, pick: usize) -> Option<Endpoint> {
-        let map = self.map.read();
-        let shard = (*map.table.get(slot as usize)?)?;
-        let (master, replicas) = map.shards.get(shard as usize)?;
-        if replicas.is_empty() {
-            return Some(master.clone());
-        }
-        replicas.get(pick % replicas.len()).cloned()
-    }
-
-    /// Any master (for keyless commands).
-    pub(crate) fn any_master(&self, pick: usize) -> Option<Endpoint> {
-        let map = self.map.read();
-        let owners: Vec<&Endpoint> = map.shards.iter().map(|s| &s.0).collect();
-        if owners.is_empty() {
-            return None;
-        }
-        owners.get(pick % owners.len()).map(|e| (*e).clone())
-    }
-
     /// Follows a `-MOVED`: the slot now belongs to `target`; a refresh is requested
     /// (coalesced with any other) to learn the rest of the change.
     pub(crate) fn moved(&self, slot: u16, target: &Endpoint) {
         self.moved.fetch_add(1, Ordering::Relaxed);
         self.assign(slot, target);
         self.request_refresh();
-    }
-
-    /// Records that `slot` is served by `target` now (without asking for a refresh).
-    pub(crate) fn assign(&self, slot: u16, target: &Endpoint) {
-        let target = self.canonical(target);
-        let mut map = self.map.write();
-        let shard = match map.shards.iter().position(|s| s.0 == target) {
-            Some(i) => i,
-            None => {
-                map.shards.push((target, Vec::new()));
-                map.shards.len() - 1
-            }
-        };
-        if let Some(entry) = map.table.get_mut(slot as usize) {
-            *entry = Some(shard as u16);
-        }
     }
 
     pub(crate) fn asked(&self) {
@@ -306,11 +252,6 @@ impl ClusterState {
         )
     }
 
-    /// The masters that own slots now, and whether some slot has no owner.
-    fn owners(&self) -> (Vec<Endpoint>, bool) {
-        self.map.read().owners()
-    }
-
     /// Whether `endpoint` may be dialled early now (and records that it is).
     fn claim_hurry(&self, endpoint: &Endpoint, now: Instant) -> bool {
         let mut hurried = self.hurried.lock();
@@ -344,6 +285,7 @@ impl ClusterState {
         *self.map.write() = SlotMap {
             shards,
             table: topology.slot_table(),
+            unrouted: topology.unrouted.clone(),
         };
         self.refreshes.fetch_add(1, Ordering::Relaxed);
         // A node still listed (even without slots, even failed) is kept; one missing
@@ -405,52 +347,6 @@ impl ClusterState {
         self.retired.fetch_add(done.len() as u64, Ordering::Relaxed);
         done
     }
-
-    /// The node a subscription belongs on: sharded by slot, the rest on the first
-    /// master (plain pub/sub is broadcast across the cluster).
-    pub(crate) fn subscription_home(&self, key: &Key) -> Option<Endpoint> {
-        match key.0 {
-            MessageKind::Sharded => self.master_for(key_slot(&key.1)),
-            _ => self.any_master(0),
-        }
-    }
-
-    pub(crate) fn sub_routes(&self) -> &Mutex<HashMap<Key, Endpoint>> {
-        &self.sub_routes
-    }
-}
-
-/// Reads the topology from one node: `CLUSTER SHARDS`, falling back to `CLUSTER SLOTS`
-/// on servers before 7.0. Not caller work: it never makes a node look busy.
-pub(crate) fn query_topology(node: &Node, timeout: Duration, tls: bool) -> Result<Topology> {
-    let ask = |args: &[&[u8]]| -> Result<Value> {
-        let mut frame = Vec::new();
-        write_command_header(&mut frame, args.len());
-        for a in args {
-            write_arg(&mut frame, a);
-        }
-        let conn = node
-            .current()
-            .ok_or_else(|| Error::new(ErrorKind::ConnectionClosed, "not connected"))?;
-        match conn.request(&frame, 1, Deadline::after(timeout), Traffic::Internal) {
-            Ok(Outcome::One(v)) => Ok(v),
-            Ok(Outcome::Failed(e)) => Err(e),
-            Ok(Outcome::Many(_)) => Err(Error::new(ErrorKind::Protocol, "several replies")),
-            Err(crate::connection::RequestError::Failed(e))
-            | Err(crate::connection::RequestError::Unsent(e)) => Err(e),
-        }
-    };
-    let reply = ask(&[b"CLUSTER", b"SHARDS"])?;
-    match reply.error_message() {
-        None => topology::parse_shards(&reply, &node.endpoint, tls),
-        Some(_) => {
-            let reply = ask(&[b"CLUSTER", b"SLOTS"])?;
-            if let Some(m) = reply.error_message() {
-                return Err(Error::from_server_reply(m).with_command("CLUSTER SLOTS"));
-            }
-            topology::parse_slots(&reply, &node.endpoint)
-        }
-    }
 }
 
 /// One refresh pass, run by the supervisor: ask a live node, apply, make new nodes,
@@ -468,6 +364,7 @@ pub(crate) fn refresh(deployment: &Deployment, state: &ClusterState) -> bool {
         match query_topology(node, timeout, tls) {
             Ok(t) if !t.shards.is_empty() => {
                 topology = Some(t);
+                load_command_table(state, node, timeout);
                 break;
             }
             Ok(_) => log::debug!("{}: empty cluster topology", node.endpoint),
@@ -566,65 +463,6 @@ pub(crate) fn hurry_reconnect(deployment: &Deployment, state: &ClusterState, nod
     node.interactive.reconnect.lock().next_at = None;
     log::debug!("{}: now a slot owner; reconnecting at once", node.endpoint);
     let _ = deployment.wake.try_send(super::supervisor::Wake::NodeAdded);
-}
-
-/// Puts every sharded subscription on the node that owns its slot now, at once (not
-/// after a jittered delay): messages published meanwhile would otherwise be lost.
-pub(crate) fn reroute_subscriptions(deployment: &Deployment, state: &ClusterState) {
-    for key in deployment.registry.wanted() {
-        let Some(home) = state.subscription_home(&key) else {
-            continue;
-        };
-        let previous = state.sub_routes.lock().get(&key).cloned();
-        let confirmed = deployment.registry.is_confirmed(&key);
-        if previous.as_ref() == Some(&home) && confirmed {
-            continue;
-        }
-        move_subscription(deployment, state, &key, previous, home);
-    }
-}
-
-/// Moves one subscription from `previous` (if any) to `home`.
-pub(crate) fn move_subscription(
-    deployment: &Deployment,
-    state: &ClusterState,
-    key: &Key,
-    previous: Option<Endpoint>,
-    home: Endpoint,
-) {
-    if let Some(old) = previous.filter(|p| *p != home) {
-        if let Some(node) = deployment.find(&old) {
-            let _ = node.send_subscription(key, false, Vec::new);
-        }
-    }
-    state.sub_routes.lock().insert(key.clone(), home.clone());
-    match deployment.node_for(&home) {
-        Ok(node) => {
-            let keys = || subscriptions_for(deployment, state, &home);
-            if let Err(e) = node.send_subscription(key, true, keys) {
-                log::debug!("{home}: subscribing deferred: {e}");
-            }
-        }
-        Err(e) => log::warn!("{home}: cannot add node: {e}"),
-    }
-}
-
-/// The subscriptions a node carries (what to re-send on a fresh connection to it).
-pub(crate) fn subscriptions_for(
-    deployment: &Deployment,
-    state: &ClusterState,
-    endpoint: &Endpoint,
-) -> Vec<Key> {
-    let routes = state.sub_routes.lock();
-    deployment
-        .registry
-        .wanted()
-        .into_iter()
-        .filter(|k| match routes.get(k) {
-            Some(home) => home == endpoint,
-            None => state.subscription_home(k).as_ref() == Some(endpoint),
-        })
-        .collect()
 }
 
 #[cfg(test)]

@@ -70,19 +70,19 @@ fn bad(detail: &str) -> Error {
     )
 }
 
-fn text(v: &Value) -> Option<String> {
+pub(super) fn text(v: &Value) -> Option<String> {
     v.as_bytes()
         .map(|b| String::from_utf8_lossy(b).into_owned())
 }
 
-fn int(v: &Value) -> Option<i64> {
+pub(super) fn int(v: &Value) -> Option<i64> {
     match v {
         Value::Int(i) => Some(*i),
         other => text(other)?.parse().ok(),
     }
 }
 
-fn items(v: &Value) -> Option<&[Value]> {
+pub(super) fn items(v: &Value) -> Option<&[Value]> {
     match v {
         Value::Array(items) | Value::Set(items) => Some(items),
         _ => None,
@@ -90,7 +90,7 @@ fn items(v: &Value) -> Option<&[Value]> {
 }
 
 /// Key/value pairs from a RESP3 map or a RESP2 flat array.
-fn pairs(v: &Value) -> Option<Vec<(String, &Value)>> {
+pub(super) fn pairs(v: &Value) -> Option<Vec<(String, &Value)>> {
     match v {
         Value::Map(pairs) => Some(
             pairs
