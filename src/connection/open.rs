@@ -118,6 +118,7 @@ impl Connection {
                 refusing: false,
                 large_waiting: 0,
                 writer_waiting: false,
+                guarded: None,
             }),
             writer_wake: Condvar::new(),
             write_done: Condvar::new(),

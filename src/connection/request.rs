@@ -263,8 +263,15 @@ impl Connection {
         {
             // Callers answered with us are about to send too: the last of them sends
             // all the frames in one write, which the server reads and answers at once.
+            // The first to hold a frame into this buffer waits for that write (and
+            // sends it if it does not come); the others go on to wait for their
+            // replies: one of them waiting is enough.
+            let seen = shared.flushed.load(Ordering::Acquire);
             let mut submitted = submitted;
-            submitted.held = Some(shared.flushed.load(Ordering::Acquire));
+            if out.guarded != Some(seen) {
+                out.guarded = Some(seen);
+                submitted.held = Some(seen);
+            }
             return Ok(submitted);
         }
         // Few in flight: write from this thread, saving the writer's wake-up.
@@ -279,8 +286,8 @@ pub(super) struct Submitted {
     pub(super) alone: bool,
     /// The caller reads its own reply (it holds the right to take the read token).
     pub(super) direct: bool,
-    /// The frame waits in the buffer for callers answered with this one (the write
-    /// count it waits to see pass).
+    /// The frame waits in the buffer for callers answered with this one, and this
+    /// caller waits for that write to pass (the write count it waits to see pass).
     pub(super) held: Option<u64>,
     /// A large frame's write ran out of the call's time (the connection is failed).
     pub(super) write_timed_out: bool,

@@ -52,6 +52,10 @@ pub(super) struct Outgoing {
     pub(super) large_waiting: usize,
     /// The writer thread waits for frames (it sends nothing until woken).
     pub(super) writer_waiting: bool,
+    /// The write count a caller holding frames waits to see pass (see
+    /// `Connection::await_flush`): frames held into the buffer while it waits are
+    /// covered by its wait.
+    pub(super) guarded: Option<u64>,
 }
 
 impl Connection {

@@ -245,6 +245,7 @@ pub(crate) fn serve(
         let mut start = 0;
         let mut close_when_written = false;
         conn.set_batching(true);
+        session.read_at = Some(Instant::now());
         loop {
             match request::parse(&buf[start..]) {
                 Ok(Some(p)) => {
@@ -276,6 +277,7 @@ pub(crate) fn serve(
             }
         }
         buf.drain(..start);
+        session.read_at = None;
         conn.set_batching(false);
         let next = conn.flush(server.faults.is_hung());
         if close_when_written {

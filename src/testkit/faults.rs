@@ -136,9 +136,10 @@ impl FakeServer {
         self.set_refusing(refuse);
     }
 
-    /// Delays every reply by `delay` (`None`: no delay) — like network latency: each
-    /// reply is written `delay` after its command was executed, replies keep their
-    /// order, and a pipelined batch is answered about `delay` later (not n × `delay`).
+    /// Delays every reply by `delay` (`None`: no delay) — like network latency: the
+    /// replies to the commands of one read are written together, `delay` after that
+    /// read (as a network delays a segment whole), replies keep their order, and a
+    /// pipelined batch is answered `delay` later (not n × `delay`).
     /// Push frames are not delayed but never overtake a delayed reply.
     pub fn delay_replies(&self, delay: Option<Duration>) {
         self.inner.faults.switches.lock().delay = delay.filter(|d| !d.is_zero());

@@ -47,6 +47,10 @@ pub(crate) struct Session {
     pub asking: bool,
     /// `close_after_commands` bookkeeping: (setting generation, commands seen).
     pub close_budget: Option<(u64, u64)>,
+    /// When the commands of the read being answered arrived: their replies are due a
+    /// delay after it, together, as a network delays a segment whole (`None` outside
+    /// a read's batch).
+    pub read_at: Option<Instant>,
 }
 
 /// What a command handler works with: the locked store and the session.
@@ -88,6 +92,7 @@ impl Session {
             watched: Vec::new(),
             asking: false,
             close_budget: None,
+            read_at: None,
         }
     }
 
@@ -122,7 +127,10 @@ impl Session {
     pub(crate) fn emit(&self, reply: &Reply) {
         let mut buf = Vec::new();
         encode_reply(&mut buf, self.proto, reply);
-        let due = self.server.faults.reply_due(Instant::now());
+        let due = self
+            .server
+            .faults
+            .reply_due(self.read_at.unwrap_or_else(Instant::now));
         self.conn.send(&buf, due, self.server.faults.is_hung());
     }
 
