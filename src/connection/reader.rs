@@ -61,9 +61,8 @@ impl ReadState {
     /// Counts a caller just answered as about to send again (`Shared::returning`).
     /// Only the callers answered by the latest read that answered any are expected
     /// back: one answered by an earlier read may have sent its next request on
-    /// another connection (a lane) or past the holding path, and counting it made the
-    /// next caller hold its frame for nobody (30 µs, every few dozen calls at 2
-    /// threads: 0.5 `sched_yield` per call, 0.3 without).
+    /// another connection (a lane) or past the holding path, and counting it would
+    /// make the next caller hold its frame for nobody, a whole cohort window.
     fn count_returning(&mut self, returning: &AtomicUsize) {
         if self.counted_read != self.reads {
             self.counted_read = self.reads;
@@ -287,11 +286,8 @@ fn handle(shared: &Shared, rs: &mut ReadState, frame: Value) -> bool {
 /// A caller waiting for its reply, between two of its yields: when nobody is
 /// reading at this moment, reads what has arrived (without waiting) and hands it
 /// out, as the token's holder would. The holder stays responsible for reading (it
-/// may be yielding, or not yet running); this only saves the wait for its turn on a
-/// core. Measured at 4 threads, where three callers yield next to the token's
-/// holder: the replies waited a median 9 µs after the server's `write` for the
-/// holder's next look, and calls went from 1.35× to 1.64× redis-rs, at 1.11× its CPU
-/// per call instead of 1.30× (docs/performance.md, "Whoever runs first reads").
+/// may be yielding, or not yet running); this only saves the replies the wait for
+/// the holder's turn on a core, where several callers yield next to it.
 pub(super) fn help_read(shared: &Shared) {
     let Some(mut rs) = shared.reading.try_lock() else {
         return;

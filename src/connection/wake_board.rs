@@ -5,9 +5,8 @@
 //! context switches per call instead of one) and each wake was a system call of its
 //! own. Here a waiting caller sleeps on the futex word of its request's group of 32
 //! places in the FIFO, with its place's bit; whoever hands out a read's replies wakes
-//! every place it answered in a group with one `FUTEX_WAKE_BITSET`. Measured at 64
-//! threads: 2.0 → 1.1 `futex` calls and 2.1 → 1.4 context switches per call
-//! (docs/performance.md, "Waking a read's callers at once").
+//! every place it answered in a group with one `FUTEX_WAKE_BITSET`: one system call
+//! for the read, and the woken callers run after it, not each on its return.
 //!
 //! Elsewhere a slot's waiter parks its thread and is unparked one at a time (see
 //! `ReplySlot`): this board is then never slept on, and waking it does nothing.

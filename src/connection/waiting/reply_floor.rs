@@ -4,8 +4,8 @@
 //! the outgoing buffer and its reply behind the others' for hundreds of microseconds,
 //! but from the write to the first byte back is the network and the server, and the
 //! waits stay active; a server 250 µs away never gets a floor under 250 µs, and its
-//! waiters park. (Measured from the request's queueing instead, 64 callers on loopback
-//! under load looked farther than 80 µs and parked: half the calls per second.)
+//! waiters park. (Timed from the request's queueing instead, 64 callers on loopback
+//! look far away, and park where taking turns is what serves them.)
 //!
 //! Measured on every read that answers a request (by whoever reads), never only when a
 //! wait went wrong. It falls at once to any faster reply, and rises a sixteenth of the
